@@ -1,0 +1,123 @@
+// swift-tools-version:6.1
+import PackageDescription
+
+/// Settings every target shares (see `../shared/STYLE.md`): Swift 6 language mode plus the upcoming features that
+/// hummingbird 2 and jwt-kit 5 turn on, so that imports are explicit and existentials are spelled out.
+let swiftSettings: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("MemberImportVisibility"),
+    .enableUpcomingFeature("InternalImportsByDefault"),
+]
+
+let package = Package(
+    name: "siwa",
+    platforms: [.macOS(.v15), .iOS(.v18)],
+    products: [
+        .executable(name: "siwa", targets: ["siwa"]),
+        .library(name: "AppleSignIn", targets: ["AppleSignIn"]),
+        .library(name: "AppleSignInAsyncHTTPClient", targets: ["AppleSignInAsyncHTTPClient"]),
+        .library(name: "AccountStore", targets: ["AccountStore"]),
+        .library(name: "AccountStoreSQL", targets: ["AccountStoreSQL"]),
+        .library(name: "AuthServer", targets: ["AuthServer"]),
+        .library(name: "AppleIDEmulator", targets: ["AppleIDEmulator"]),
+        .library(name: "AppleSignInClient", targets: ["AppleSignInClient"]),
+        .library(name: "SiwaTesting", targets: ["SiwaTesting"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-crypto.git", from: "4.5.2"),
+        .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
+    ],
+    targets: [
+        // Apple's protocol: no I/O framework, no database, no server. Other Swift servers can use it alone.
+        .target(
+            name: "AppleSignIn",
+            dependencies: [
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "CryptoExtras", package: "swift-crypto"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // The live `HTTPTransport` on async-http-client.
+        .target(
+            name: "AppleSignInAsyncHTTPClient",
+            dependencies: [
+                "AppleSignIn",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // Storage protocol and the in-memory implementation (grows with the server issue).
+        .target(name: "AccountStore", dependencies: ["AppleSignIn"], swiftSettings: swiftSettings),
+        // SQL store over SQLKit: SQLite and PostgreSQL (grows with the server issue).
+        .target(name: "AccountStoreSQL", dependencies: ["AccountStore"], swiftSettings: swiftSettings),
+        // The Hummingbird 2 application (grows with the server issue).
+        .target(name: "AuthServer", dependencies: ["AppleSignIn", "AccountStore"], swiftSettings: swiftSettings),
+        // Local stand-in for appleid.apple.com. Deliberately does not import AppleSignIn (DESIGN.md).
+        .target(
+            name: "AppleIDEmulator",
+            dependencies: [.product(name: "Crypto", package: "swift-crypto")],
+            swiftSettings: swiftSettings
+        ),
+        // The Swift client for apps: Foundation only.
+        .target(name: "AppleSignInClient", swiftSettings: swiftSettings),
+        // Composition root and commands.
+        .target(
+            name: "SiwaCLI",
+            dependencies: [
+                "AppleSignIn",
+                "AppleSignInAsyncHTTPClient",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(name: "siwa", dependencies: ["SiwaCLI"], swiftSettings: swiftSettings),
+        // Shared test support: clocks, generated keys, stub transports, an Apple-like JWKS server on loopback.
+        .target(
+            name: "SiwaTesting",
+            dependencies: [
+                "AppleSignIn",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "CryptoExtras", package: "swift-crypto"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "AppleSignInTests",
+            dependencies: [
+                "AppleSignIn",
+                "SiwaTesting",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "CryptoExtras", package: "swift-crypto"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+            ],
+            exclude: ["Fixtures"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "AppleSignInAsyncHTTPClientTests",
+            dependencies: [
+                "AppleSignIn",
+                "AppleSignInAsyncHTTPClient",
+                "SiwaTesting",
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "SiwaCLITests",
+            dependencies: ["SiwaCLI", "SiwaTesting"],
+            swiftSettings: swiftSettings
+        ),
+    ]
+)

@@ -1,0 +1,1 @@
+// The AccountStore target is laid out per DESIGN.md; its code arrives with the issue that builds it.

@@ -1,0 +1,44 @@
+/// An Apple Developer Team ID: ten upper-case letters and digits (for example `ABCDE12345`).
+public struct TeamID: Hashable, Sendable, CustomStringConvertible, Codable {
+    public let rawValue: String
+
+    /// Validates the shape Apple gives team ids.
+    /// - Throws: ``AppleSignInError/Code/invalidConfiguration`` naming `setting`.
+    public init(_ rawValue: String, setting: String = "teamID") throws(AppleSignInError) {
+        let trimmed = rawValue.trimmingASCIIWhitespace()
+        guard trimmed.isAppleTenCharacterIdentifier else {
+            throw .invalidConfiguration(
+                setting,
+                "a Team ID is 10 upper-case letters or digits (got \(trimmed.count) characters); "
+                    + "find it under Membership details at developer.apple.com/account"
+            )
+        }
+        self.rawValue = trimmed
+    }
+
+    public var description: String { rawValue }
+}
+
+extension String {
+    /// Apple's team ids and key ids: exactly ten characters from A-Z and 0-9.
+    var isAppleTenCharacterIdentifier: Bool {
+        utf8.count == 10 && utf8.allSatisfy { ($0 >= 0x41 && $0 <= 0x5A) || ($0 >= 0x30 && $0 <= 0x39) }
+    }
+
+    func trimmingASCIIWhitespace() -> String {
+        let bytes = Array(utf8)
+        var start = 0
+        var end = bytes.count
+        while start < end, bytes[start] == 0x20 || bytes[start] == 0x09 || bytes[start] == 0x0A || bytes[start] == 0x0D
+        {
+            start += 1
+        }
+        while end > start,
+            bytes[end - 1] == 0x20 || bytes[end - 1] == 0x09 || bytes[end - 1] == 0x0A
+                || bytes[end - 1] == 0x0D
+        {
+            end -= 1
+        }
+        return String(decoding: bytes[start..<end], as: UTF8.self)
+    }
+}

@@ -1,0 +1,137 @@
+import Crypto
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+/// Verifies Apple identity tokens and server-to-server notifications.
+///
+/// Checks, in order: structure, `alg` (RS256 only), key by `kid` (refetching Apple's keys once on an unknown `kid`),
+/// signature, `iss`, `aud` (one of the configured client ids), `exp` and `iat` within the leeway, and the nonce when
+/// one is expected. Each failure throws ``AppleSignInError`` with its own code.
+public struct IdentityTokenVerifier: Sendable {
+    public let configuration: AppleSignInConfiguration
+    public let keys: AppleKeyCache
+    let clock: any WallClock
+
+    /// - Parameters:
+    ///   - configuration: the allowed client ids, leeway and issuer options.
+    ///   - keys: Apple's key set.
+    ///   - clock: the wall clock for `exp` and `iat`.
+    public init(configuration: AppleSignInConfiguration, keys: AppleKeyCache, clock: any WallClock = SystemWallClock())
+    {
+        self.configuration = configuration
+        self.keys = keys
+        self.clock = clock
+    }
+
+    /// Verifies an identity token.
+    /// - Parameters:
+    ///   - token: the JWT (`identityToken` of the native credential, `id_token` of the web callback).
+    ///   - expectedNonce: the nonce the caller gave Apple, raw; the token's `nonce` must equal it or its SHA-256 hex.
+    ///     `nil` when the flow uses no nonce.
+    /// - Returns: the verified claims.
+    /// - Throws: ``AppleSignInError`` naming the check that failed.
+    /// - Warning: without `expectedNonce`, a captured token can be replayed until it expires.
+    public func verify(_ token: String, expectedNonce: String? = nil) async throws(AppleSignInError) -> IdentityToken {
+        let jwt = try await SignedAppleJWT.verify(token, keys: keys, configuration: configuration, now: clock.now)
+        let identityToken = try IdentityToken(claims: jwt)
+        if let expectedNonce {
+            try checkNonce(identityToken, expected: expectedNonce)
+        }
+        return identityToken
+    }
+
+    private func checkNonce(_ token: IdentityToken, expected: String) throws(AppleSignInError) {
+        guard let nonce = token.nonce else {
+            if token.nonceSupported == false && configuration.acceptsMissingNonceOnUnsupportedPlatforms { return }
+            throw AppleSignInError(.nonceMissing, "a nonce was expected but the token carries none")
+        }
+        let raw = Array(expected.utf8)
+        let hashed = Array(SHA256.hash(data: raw).hexString.utf8)
+        let given = Array(nonce.utf8)
+        guard constantTimeEquals(given, raw) || constantTimeEquals(Array(nonce.lowercased().utf8), hashed) else {
+            throw AppleSignInError(.nonceMismatch, "the token's nonce matches neither the nonce nor its SHA-256 hex")
+        }
+    }
+}
+
+extension IdentityToken {
+    /// Reads the typed claims of a verified JWT.
+    init(claims jwt: SignedAppleJWT) throws(AppleSignInError) {
+        let claims = jwt.claims
+        guard let sub = claims["sub"]?.stringValue, !sub.isEmpty else { throw .malformed("claim 'sub' is missing") }
+        self.init(
+            iss: jwt.issuer,
+            sub: AppleUserID(sub),
+            aud: jwt.audience,
+            issuedAt: jwt.issuedAt,
+            expiresAt: jwt.expiresAt
+        )
+        self.email = try claims.optionalString("email")
+        self.emailVerified = try claims.optionalBool("email_verified")
+        self.isPrivateEmail = try claims.optionalBool("is_private_email")
+        self.nonce = try claims.optionalString("nonce")
+        self.nonceSupported = try claims.optionalBool("nonce_supported")
+        self.transferSub = try claims.optionalString("transfer_sub").map(AppleUserID.init)
+        self.orgId = try claims.optionalString("org_id")
+        self.cHash = try claims.optionalString("c_hash")
+        self.atHash = try claims.optionalString("at_hash")
+        if let status = claims["real_user_status"] {
+            guard let value = status.int64Value, let int = Int(exactly: value) else {
+                throw .malformed("claim 'real_user_status' is not an integer")
+            }
+            self.realUserStatus = RealUserStatus(rawValue: int)
+        }
+        if let authTime = claims["auth_time"] {
+            guard let seconds = authTime.doubleValue, seconds.isFinite else {
+                throw .malformed("claim 'auth_time' is not a number")
+            }
+            self.authTime = Date(timeIntervalSince1970: seconds)
+        }
+    }
+}
+
+extension JSONValue {
+    /// A claim that, when present and not null, must be a string.
+    func optionalString(_ name: String) throws(AppleSignInError) -> String? {
+        switch self[name] {
+        case nil, .null?: return nil
+        case .string(let value)?: return value
+        default: throw .malformed("claim '\(name)' is not a string")
+        }
+    }
+
+    /// A claim that, when present and not null, must be a boolean or the string "true"/"false".
+    func optionalBool(_ name: String) throws(AppleSignInError) -> Bool? {
+        switch self[name] {
+        case nil, .null?: return nil
+        case let value?:
+            guard let bool = value.lenientBoolValue else { throw .malformed("claim '\(name)' is not a boolean") }
+            return bool
+        }
+    }
+}
+
+/// Compares two byte strings in time that depends only on their lengths.
+func constantTimeEquals(_ lhs: [UInt8], _ rhs: [UInt8]) -> Bool {
+    guard lhs.count == rhs.count else { return false }
+    var difference: UInt8 = 0
+    for index in lhs.indices { difference |= lhs[index] ^ rhs[index] }
+    return difference == 0
+}
+
+extension Sequence<UInt8> {
+    /// Lower-case hex.
+    var hexString: String {
+        let digits = Array("0123456789abcdef".utf8)
+        var out: [UInt8] = []
+        for byte in self {
+            out.append(digits[Int(byte >> 4)])
+            out.append(digits[Int(byte & 0x0F)])
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+}
