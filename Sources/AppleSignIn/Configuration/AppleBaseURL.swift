@@ -25,9 +25,11 @@ public struct AppleBaseURL: Hashable, Sendable, CustomStringConvertible {
         else {
             throw .invalidConfiguration(setting, "expected an absolute URL such as https://appleid.apple.com")
         }
+        // 127.0.0.0/8 only as an IPv4 literal: a name such as 127.example.com may resolve anywhere.
+        let octets = host.split(separator: ".", omittingEmptySubsequences: false)
         let loopback =
-            host == "localhost" || host == "127.0.0.1" || host == "::1" || host == "[::1]"
-            || host.hasPrefix("127.")
+            host == "localhost" || host == "::1" || host == "[::1]"
+            || (octets.count == 4 && octets[0] == "127" && octets.allSatisfy { UInt8($0) != nil })
         guard scheme == "https" || (scheme == "http" && loopback) else {
             throw .invalidConfiguration(setting, "use https (plain http is allowed only for a local emulator)")
         }

@@ -50,9 +50,11 @@ public struct IdentityTokenVerifier: Sendable {
             throw AppleSignInError(.nonceMissing, "a nonce was expected but the token carries none")
         }
         let raw = Array(expected.utf8)
-        let hashed = Array(SHA256.hash(data: raw).hexString.utf8)
-        let given = Array(nonce.utf8)
-        guard constantTimeEquals(given, raw) || constantTimeEquals(Array(nonce.lowercased().utf8), hashed) else {
+        // Raw first; the SHA-256 hex form is computed only when the raw form does not match.
+        guard
+            constantTimeEquals(Array(nonce.utf8), raw)
+                || constantTimeEquals(Array(nonce.lowercased().utf8), Array(SHA256.hash(data: raw).hexString.utf8))
+        else {
             throw AppleSignInError(.nonceMismatch, "the token's nonce matches neither the nonce nor its SHA-256 hex")
         }
     }

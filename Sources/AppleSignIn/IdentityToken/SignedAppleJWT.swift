@@ -22,22 +22,61 @@ struct SignedAppleJWT {
     let issuedAt: Date
     let expiresAt: Date
 
-    /// Verifies `token`.
+    /// A compact JWS split and decoded, nothing verified yet.
+    struct Parts {
+        /// The decoded header.
+        let header: JSONValue
+        /// The decoded payload bytes (JSON, not yet parsed).
+        let payload: [UInt8]
+        /// The decoded signature.
+        let signature: [UInt8]
+        /// SHA-256 of the signing input (`header.payload` as sent).
+        let digest: SHA256.Digest
+    }
+
+    /// Verifies `token`: every check, in order, the first failure thrown.
     static func verify(
         _ token: String,
         keys: AppleKeyCache,
         configuration: AppleSignInConfiguration,
         now: Date
     ) async throws(AppleSignInError) -> SignedAppleJWT {
-        let bytes = Array(token.utf8)
-        guard bytes.count <= maximumLength else { throw .malformed("token is longer than \(maximumLength) bytes") }
+        let parts = try decode(token)
+        try checkAlgorithm(parts)
+        let key = try await keys.key(for: try keyID(parts))
+        try checkSignature(parts, key: key)
+        let claims = try decodeClaims(parts)
+        let issuer = try checkIssuer(claims, configuration: configuration)
+        let audience = try matchAudience(claims["aud"], allowed: configuration.allowedClientIDs)
+        let expiresAt = try checkExpiry(claims, now: now, leeway: configuration.clockLeeway)
+        let issuedAt = try checkIssuedAt(claims, now: now, leeway: configuration.clockLeeway)
+        return SignedAppleJWT(
+            claims: claims,
+            audience: audience,
+            issuer: issuer,
+            issuedAt: issuedAt,
+            expiresAt: expiresAt
+        )
+    }
+
+    /// Splits the token into its three parts and decodes each once, reading the token's UTF-8 in place.
+    static func decode(_ token: String) throws(AppleSignInError) -> Parts {
+        guard token.utf8.count <= maximumLength else { throw .malformed("token is longer than \(maximumLength) bytes") }
+        let result = token.utf8.withContiguousStorageIfAvailable { bytes in
+            Result { () throws(AppleSignInError) -> Parts in try decode(bytes: bytes) }
+        }
+        if let result { return try result.get() }
+        return try Array(token.utf8).withUnsafeBufferPointer { bytes throws(AppleSignInError) in
+            try decode(bytes: bytes)
+        }
+    }
+
+    private static func decode(bytes: UnsafeBufferPointer<UInt8>) throws(AppleSignInError) -> Parts {
         guard let firstDot = bytes.firstIndex(of: UInt8(ascii: ".")),
             let secondDot = bytes[(firstDot + 1)...].firstIndex(of: UInt8(ascii: ".")),
             bytes[(secondDot + 1)...].firstIndex(of: UInt8(ascii: ".")) == nil
         else { throw .malformed("token is not three dot-separated parts") }
-
-        // Header: algorithm first, before any key is touched.
-        guard let headerBytes = Base64URL.decode(bytes[..<firstDot]) else {
+        guard let headerBytes = Base64URL.decode(UnsafeBufferPointer(rebasing: bytes[..<firstDot])) else {
             throw .malformed("header is not base64url")
         }
         let header: JSONValue
@@ -46,46 +85,59 @@ struct SignedAppleJWT {
         } catch {
             throw .malformed("header is not a JSON object (\(error))")
         }
-        guard let algorithm = header["alg"]?.stringValue else { throw .malformed("header has no 'alg'") }
+        guard let signature = Base64URL.decode(UnsafeBufferPointer(rebasing: bytes[(secondDot + 1)...])) else {
+            throw .malformed("signature is not base64url")
+        }
+        guard let payload = Base64URL.decode(UnsafeBufferPointer(rebasing: bytes[(firstDot + 1)..<secondDot])) else {
+            throw .malformed("payload is not base64url")
+        }
+        let digest = SHA256.hash(data: UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: bytes[..<secondDot])))
+        return Parts(header: header, payload: payload, signature: signature, digest: digest)
+    }
+
+    /// RS256 only: `none`, HS*, ES* and everything else are refused before any key is touched.
+    static func checkAlgorithm(_ parts: Parts) throws(AppleSignInError) {
+        guard let algorithm = parts.header["alg"]?.stringValue else { throw .malformed("header has no 'alg'") }
         guard algorithm == "RS256" else {
             throw AppleSignInError(
                 .algorithmNotAllowed,
                 "algorithm '\(algorithm.prefix(16))' is not allowed; only RS256"
             )
         }
-        guard header["crit"] == nil else { throw .malformed("header has unsupported critical extensions") }
-        guard let kid = header["kid"]?.stringValue, !kid.isEmpty, kid.utf8.count <= 128 else {
+        guard parts.header["crit"] == nil else { throw .malformed("header has unsupported critical extensions") }
+    }
+
+    /// The `kid` that names Apple's key.
+    static func keyID(_ parts: Parts) throws(AppleSignInError) -> String {
+        guard let kid = parts.header["kid"]?.stringValue, !kid.isEmpty, kid.utf8.count <= 128 else {
             throw .malformed("header has no usable 'kid'")
         }
+        return kid
+    }
 
-        guard let signature = Base64URL.decode(bytes[(secondDot + 1)...]), !signature.isEmpty else {
-            throw .malformed("signature is not base64url")
+    /// RSASSA-PKCS1-v1_5 with SHA-256 over the signing input.
+    static func checkSignature(_ parts: Parts, key: AppleSigningKey) throws(AppleSignInError) {
+        guard !parts.signature.isEmpty else { throw .malformed("signature is empty") }
+        let signature = _RSA.Signing.RSASignature(rawRepresentation: parts.signature)
+        guard key.publicKey.isValidSignature(signature, for: parts.digest, padding: .insecurePKCS1v1_5) else {
+            throw AppleSignInError(.badSignature, "signature does not verify with Apple's key '\(key.keyID)'")
         }
-        guard let payload = Base64URL.decode(bytes[(firstDot + 1)..<secondDot]) else {
-            throw .malformed("payload is not base64url")
-        }
+    }
 
-        let key = try await keys.key(for: kid)
-        let digest = bytes.withUnsafeBufferPointer {
-            SHA256.hash(data: UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: $0[..<secondDot])))
-        }
-        guard
-            key.publicKey.isValidSignature(
-                _RSA.Signing.RSASignature(rawRepresentation: signature),
-                for: digest,
-                padding: .insecurePKCS1v1_5
-            )
-        else {
-            throw AppleSignInError(.badSignature, "signature does not verify with Apple's key '\(kid)'")
-        }
-
-        let claims: JSONValue
+    /// The claims object.
+    static func decodeClaims(_ parts: Parts) throws(AppleSignInError) -> JSONValue {
         do {
-            claims = try JSONReader.parseObject(payload)
+            return try JSONReader.parseObject(parts.payload)
         } catch {
             throw .malformed("claims are not a JSON object (\(error))")
         }
+    }
 
+    /// `iss` is Apple's (or, when configured, the short-lived `account.apple.com`).
+    static func checkIssuer(
+        _ claims: JSONValue,
+        configuration: AppleSignInConfiguration
+    ) throws(AppleSignInError) -> String {
         guard let issuer = claims["iss"]?.stringValue else { throw .malformed("claim 'iss' is missing") }
         guard
             issuer == AppleSignInConfiguration.appleIssuer
@@ -96,33 +148,34 @@ struct SignedAppleJWT {
                 "issuer '\(issuer.prefix(100))' is not \(AppleSignInConfiguration.appleIssuer)"
             )
         }
+        return issuer
+    }
 
-        let audience = try matchAudience(claims["aud"], allowed: configuration.allowedClientIDs)
-
+    /// `exp` is not past by more than the leeway.
+    static func checkExpiry(_ claims: JSONValue, now: Date, leeway: TimeInterval) throws(AppleSignInError) -> Date {
         guard let exp = claims["exp"]?.doubleValue, exp.isFinite else { throw .malformed("claim 'exp' is missing") }
-        guard let iat = claims["iat"]?.doubleValue, iat.isFinite else { throw .malformed("claim 'iat' is missing") }
         let nowSeconds = now.timeIntervalSince1970
-        let leeway = configuration.clockLeeway
         guard nowSeconds <= exp + leeway else {
             throw AppleSignInError(.expired, "token expired \(Int(nowSeconds - exp)) s ago (leeway \(Int(leeway)) s)")
         }
+        return Date(timeIntervalSince1970: exp)
+    }
+
+    /// `iat` is not in the future by more than the leeway ("token used before issued").
+    static func checkIssuedAt(_ claims: JSONValue, now: Date, leeway: TimeInterval) throws(AppleSignInError) -> Date {
+        guard let iat = claims["iat"]?.doubleValue, iat.isFinite else { throw .malformed("claim 'iat' is missing") }
+        let nowSeconds = now.timeIntervalSince1970
         guard iat <= nowSeconds + leeway else {
             throw AppleSignInError(
                 .issuedInFuture,
                 "token issued \(Int(iat - nowSeconds)) s in the future (leeway \(Int(leeway)) s); check the server clock"
             )
         }
-        return SignedAppleJWT(
-            claims: claims,
-            audience: audience,
-            issuer: issuer,
-            issuedAt: Date(timeIntervalSince1970: iat),
-            expiresAt: Date(timeIntervalSince1970: exp)
-        )
+        return Date(timeIntervalSince1970: iat)
     }
 
     /// `aud` is a string, or (as JWT allows) an array of strings; one of them must be an allowed client id.
-    private static func matchAudience(_ value: JSONValue?, allowed: [ClientID]) throws(AppleSignInError) -> ClientID {
+    static func matchAudience(_ value: JSONValue?, allowed: [ClientID]) throws(AppleSignInError) -> ClientID {
         switch value {
         case .string(let audience):
             let clientID = ClientID(audience)

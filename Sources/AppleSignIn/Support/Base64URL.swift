@@ -14,26 +14,56 @@ package enum Base64URL {
 
     /// Decodes `input`, or returns `nil` when it is not canonical unpadded base64url.
     package static func decode(_ input: some Collection<UInt8>) -> [UInt8]? {
+        if let result = input.withContiguousStorageIfAvailable({ decode(buffer: $0) }) { return result }
+        return Array(input).withUnsafeBufferPointer { decode(buffer: $0) }
+    }
+
+    /// The decoder proper: four characters to three bytes at a time, one table lookup per character.
+    private static func decode(buffer input: UnsafeBufferPointer<UInt8>) -> [UInt8]? {
         let count = input.count
-        if count % 4 == 1 { return nil }
-        var output = [UInt8]()
-        output.reserveCapacity(count * 3 / 4)
+        let remainder = count % 4
+        if remainder == 1 { return nil }
+        let outputCount = count / 4 * 3 + (remainder == 0 ? 0 : remainder - 1)
         return decodeTable.withUnsafeBufferPointer { table -> [UInt8]? in
-            var accumulator: UInt32 = 0
-            var bits = 0
-            for byte in input {
-                let value = table[Int(byte)]
-                if value == 0xFF { return nil }
-                accumulator = (accumulator << 6) | UInt32(value)
-                bits += 6
-                if bits >= 8 {
-                    bits -= 8
-                    output.append(UInt8(truncatingIfNeeded: accumulator >> UInt32(bits)))
+            var valid = true
+            let output = [UInt8](unsafeUninitializedCapacity: outputCount) { out, initialized in
+                var read = 0
+                var written = 0
+                while read + 4 <= count {
+                    let a = UInt32(table[Int(input[read])])
+                    let b = UInt32(table[Int(input[read + 1])])
+                    let c = UInt32(table[Int(input[read + 2])])
+                    let d = UInt32(table[Int(input[read + 3])])
+                    if (a | b | c | d) & 0xC0 != 0 {
+                        valid = false
+                        break
+                    }
+                    let triple = a << 18 | b << 12 | c << 6 | d
+                    out[written] = UInt8(truncatingIfNeeded: triple >> 16)
+                    out[written + 1] = UInt8(truncatingIfNeeded: triple >> 8)
+                    out[written + 2] = UInt8(truncatingIfNeeded: triple)
+                    read += 4
+                    written += 3
                 }
+                if valid, remainder >= 2 {
+                    let a = UInt32(table[Int(input[read])])
+                    let b = UInt32(table[Int(input[read + 1])])
+                    let c = remainder == 3 ? UInt32(table[Int(input[read + 2])]) : 0
+                    // Leftover bits must be zero padding, so every byte string has exactly one encoding.
+                    if (a | b | c) & 0xC0 != 0 || (remainder == 2 ? b & 0x0F : c & 0x03) != 0 {
+                        valid = false
+                    } else {
+                        out[written] = UInt8(truncatingIfNeeded: a << 2 | b >> 4)
+                        written += 1
+                        if remainder == 3 {
+                            out[written] = UInt8(truncatingIfNeeded: b << 4 | c >> 2)
+                            written += 1
+                        }
+                    }
+                }
+                initialized = valid ? written : 0
             }
-            // Leftover bits must be zero padding.
-            if bits > 0, accumulator & ((1 << UInt32(bits)) - 1) != 0 { return nil }
-            return output
+            return valid ? output : nil
         }
     }
 

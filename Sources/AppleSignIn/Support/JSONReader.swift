@@ -85,7 +85,8 @@ package struct JSONReader {
     private mutating func readObject(depth: Int) throws(Failure) -> JSONValue {
         guard depth <= Self.maximumDepth else { throw failure("nesting too deep") }
         index += 1  // {
-        var members: [(key: String, value: JSONValue)] = []
+        var members: [JSONMember] = []
+        members.reserveCapacity(16)  // JWT headers and claims: one allocation instead of five
         skipWhitespace()
         if index < buffer.count, buffer[index] == UInt8(ascii: "}") {
             index += 1
@@ -103,7 +104,7 @@ package struct JSONReader {
             guard index < buffer.count, buffer[index] == UInt8(ascii: ":") else { throw failure("expected ':'") }
             index += 1
             skipWhitespace()
-            members.append((key, try readValue(depth: depth)))
+            members.append(JSONMember(key: key, value: try readValue(depth: depth)))
             skipWhitespace()
             guard index < buffer.count else { throw failure("unexpected end") }
             switch buffer[index] {
@@ -175,12 +176,22 @@ package struct JSONReader {
     private mutating func readString() throws(Failure) -> String {
         index += 1  // opening quote
         let start = index
-        // Fast path: no escapes.
+        // Fast path: no escapes. Pure ASCII (nearly every claim) needs no UTF-8 validation.
+        var nonASCII: UInt8 = 0
         while index < buffer.count {
             let byte = buffer[index]
+            nonASCII |= byte & 0x80
             if byte == UInt8(ascii: "\"") {
                 let slice = UnsafeBufferPointer(rebasing: buffer[start..<index])
-                guard let string = String(validating: slice, as: UTF8.self) else { throw failure("invalid UTF-8") }
+                let string: String
+                if nonASCII == 0 {
+                    string = String(decoding: slice, as: UTF8.self)
+                } else {
+                    guard let validated = String(validating: slice, as: UTF8.self) else {
+                        throw failure("invalid UTF-8")
+                    }
+                    string = validated
+                }
                 index += 1
                 return string
             }

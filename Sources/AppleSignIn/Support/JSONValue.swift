@@ -12,7 +12,7 @@ package enum JSONValue: Sendable, Equatable {
     case string(String)
     case array([JSONValue])
     /// Members in document order. Keys are unique (the reader refuses duplicates).
-    case object([(key: String, value: JSONValue)])
+    case object([JSONMember])
 
     package static func == (lhs: JSONValue, rhs: JSONValue) -> Bool {
         switch (lhs, rhs) {
@@ -22,7 +22,7 @@ package enum JSONValue: Sendable, Equatable {
         case (.string(let a), .string(let b)): return a == b
         case (.array(let a), .array(let b)): return a == b
         case (.object(let a), .object(let b)):
-            return a.count == b.count && zip(a, b).allSatisfy { $0.key == $1.key && $0.value == $1.value }
+            return a == b
         default: return false
         }
     }
@@ -46,7 +46,8 @@ package enum JSONValue: Sendable, Equatable {
 
     /// The number as a `Double`, for numeric dates (which may carry a fraction).
     package var doubleValue: Double? {
-        if case .number(let text) = self { return Double(text) }
+        // Integers (every numeric date Apple sends) skip the C library's strtod.
+        if case .number(let text) = self { return Int64(text).map(Double.init) ?? Double(text) }
         return nil
     }
 
@@ -59,5 +60,17 @@ package enum JSONValue: Sendable, Equatable {
         case .string("false"): return false
         default: return nil
         }
+    }
+}
+
+/// One member of a JSON object. A nominal type rather than a tuple, so arrays of members need no generic metadata
+/// instantiated at run time on the verification path.
+package struct JSONMember: Sendable, Equatable {
+    package var key: String
+    package var value: JSONValue
+
+    package init(key: String, value: JSONValue) {
+        self.key = key
+        self.value = value
     }
 }

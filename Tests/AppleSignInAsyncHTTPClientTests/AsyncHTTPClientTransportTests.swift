@@ -1,0 +1,117 @@
+import AppleSignIn
+import AppleSignInAsyncHTTPClient
+import Crypto
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import NIOCore
+import SiwaTesting
+import Synchronization
+import Testing
+
+/// The live transport against a real HTTP server on loopback, playing Apple's endpoints.
+@Suite("AsyncHTTPClient transport")
+struct AsyncHTTPClientTransportTests {
+    /// What the loopback "Apple" received.
+    final class Received: Sendable {
+        let userAgents = Mutex<[String]>([])
+        let forms = Mutex<[String]>([])
+    }
+
+    /// Runs a Hummingbird server playing Apple on a free loopback port and gives `body` its base URL.
+    private func withFakeApple(
+        jwks: [UInt8],
+        received: Received = Received(),
+        _ body: @escaping @Sendable (AppleBaseURL) async throws -> Void
+    ) async throws {
+        let router = Router()
+        router.get("/auth/keys") { request, _ -> Response in
+            received.userAgents.withLock { $0.append(request.headers[.userAgent] ?? "") }
+            return Response(
+                status: .ok,
+                headers: [.contentType: "application/json", .cacheControl: "max-age=300"],
+                body: .init(byteBuffer: ByteBuffer(bytes: jwks))
+            )
+        }
+        router.post("/auth/revoke") { request, _ -> HTTPResponse.Status in
+            let body = try await request.body.collect(upTo: 64 * 1024)
+            received.forms.withLock { $0.append(String(buffer: body)) }
+            return .ok
+        }
+        router.get("/slow") { _, _ -> HTTPResponse.Status in
+            try await Task.sleep(for: .milliseconds(1500))
+            return .ok
+        }
+        router.get("/huge") { _, _ -> Response in
+            Response(status: .ok, body: .init(byteBuffer: ByteBuffer(repeating: UInt8(ascii: "x"), count: 2 << 20)))
+        }
+        let app = Application(router: router)
+        try await app.test(.live) { client in
+            let port = try #require(client.port)
+            try await body(try AppleBaseURL("http://localhost:\(port)"))
+        }
+    }
+
+    private func get(_ base: AppleBaseURL, _ path: String, timeout: Duration = .seconds(5)) async throws {
+        let request = HTTPRequest(method: .get, scheme: base.scheme, authority: base.authority, path: path)
+        _ = try await AsyncHTTPClientTransport().send(request, body: nil, timeout: timeout)
+    }
+
+    @Test func fetchesApplesKeySetWithUserAgent() async throws {
+        let apple = try TestAppleKeys(count: 2)
+        let received = Received()
+        try await withFakeApple(jwks: try apple.jwks(), received: received) { base in
+            let cache = AppleKeyCache(source: AppleKeysEndpoint(baseURL: base, transport: AsyncHTTPClientTransport()))
+            let key = try await cache.key(for: "test-key-2")
+            #expect(key.keyID == "test-key-2")
+            #expect(cache.keyIDs == ["test-key-1", "test-key-2"])
+        }
+        #expect(received.userAgents.withLock { $0 } == [AsyncHTTPClientTransport.defaultUserAgent])
+    }
+
+    @Test func postsFormEncodedRevocation() async throws {
+        let received = Received()
+        try await withFakeApple(jwks: try TestAppleKeys().jwks(), received: received) { base in
+            let configuration = try AppleSignInConfiguration(bundleIDs: ["com.example.app"], appleBaseURL: base)
+            let credentials = ClientSecretCredentials(
+                teamID: try TeamID("ABCDE12345"),
+                keyID: try KeyID("KEY1234567"),
+                key: AppleDeveloperKey(privateKey: P256.Signing.PrivateKey())
+            )
+            let transport = AsyncHTTPClientTransport()
+            let keys = AppleKeyCache(source: AppleKeysEndpoint(baseURL: base, transport: transport))
+            let client = AppleAPIClient(
+                configuration: configuration,
+                transport: transport,
+                verifier: IdentityTokenVerifier(configuration: configuration, keys: keys),
+                clientSecrets: ClientSecretFactory(credentials: credentials, lifetime: 3600)
+            )
+            try await client.revoke(token: "r.token+/=", hint: .refreshToken, clientID: "com.example.app")
+        }
+        let form = try #require(received.forms.withLock { $0.first })
+        #expect(form.hasPrefix("client_id=com.example.app&client_secret=ey"))
+        #expect(form.hasSuffix("&token=r.token%2B%2F%3D&token_type_hint=refresh_token"))
+    }
+
+    @Test func slowAnswerTimesOut() async throws {
+        try await withFakeApple(jwks: try TestAppleKeys().jwks()) { base in
+            await #expect(throws: AppleSignInError.timeout) {
+                try await get(base, "/slow", timeout: .milliseconds(300))
+            }
+        }
+    }
+
+    @Test func oversizedAnswerIsRefused() async throws {
+        try await withFakeApple(jwks: try TestAppleKeys().jwks()) { base in
+            await #expect(throws: AppleSignInError.unexpectedResponse) { try await get(base, "/huge") }
+        }
+    }
+
+    @Test func refusedConnectionIsATransportFailure() async throws {
+        // Port 9 (discard) on loopback: nothing listens there in the test environment.
+        let base = try AppleBaseURL("http://127.0.0.1:9")
+        await #expect(throws: AppleSignInError.transportFailed) {
+            try await get(base, "/auth/keys", timeout: .seconds(1))
+        }
+    }
+}
