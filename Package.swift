@@ -122,7 +122,11 @@ let package = Package(
         ),
         .testTarget(
             name: "SiwaCLITests",
-            dependencies: ["SiwaCLI", "SiwaTesting"],
+            dependencies: [
+                "AppleSignIn",
+                "SiwaTesting",
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
             swiftSettings: swiftSettings
         ),
     ]

@@ -1,1 +1,3 @@
-print("siwa")
+import SiwaCLI
+
+await SiwaCommand.start()

@@ -44,7 +44,7 @@ public struct IdentityTokenVerifier: Sendable {
         return identityToken
     }
 
-    private func checkNonce(_ token: IdentityToken, expected: String) throws(AppleSignInError) {
+    func checkNonce(_ token: IdentityToken, expected: String) throws(AppleSignInError) {
         guard let nonce = token.nonce else {
             if token.nonceSupported == false && configuration.acceptsMissingNonceOnUnsupportedPlatforms { return }
             throw AppleSignInError(.nonceMissing, "a nonce was expected but the token carries none")

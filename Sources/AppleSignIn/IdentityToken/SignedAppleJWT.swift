@@ -24,6 +24,8 @@ struct SignedAppleJWT {
 
     /// A compact JWS split and decoded, nothing verified yet.
     struct Parts {
+        /// The header's JSON text.
+        let headerBytes: [UInt8]
         /// The decoded header.
         let header: JSONValue
         /// The decoded payload bytes (JSON, not yet parsed).
@@ -92,7 +94,7 @@ struct SignedAppleJWT {
             throw .malformed("payload is not base64url")
         }
         let digest = SHA256.hash(data: UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: bytes[..<secondDot])))
-        return Parts(header: header, payload: payload, signature: signature, digest: digest)
+        return Parts(headerBytes: headerBytes, header: header, payload: payload, signature: signature, digest: digest)
     }
 
     /// RS256 only: `none`, HS*, ES* and everything else are refused before any key is touched.

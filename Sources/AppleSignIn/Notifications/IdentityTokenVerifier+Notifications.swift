@@ -34,7 +34,20 @@ extension IdentityTokenVerifier {
     public func verifyNotification(payload: String) async throws(AppleSignInError) -> ServerNotification {
         let jwt = try await SignedAppleJWT.verify(payload, keys: keys, configuration: configuration, now: clock.now)
         guard let id = jwt.claims["jti"]?.stringValue, !id.isEmpty else { throw .malformed("claim 'jti' is missing") }
-        guard let eventsText = jwt.claims["events"]?.stringValue else {
+        let event = try ServerNotificationEvent(eventsClaim: jwt.claims["events"])
+        return ServerNotification(
+            id: id,
+            aud: jwt.audience,
+            issuedAt: jwt.issuedAt,
+            event: event
+        )
+    }
+}
+
+extension ServerNotificationEvent {
+    /// Decodes the `events` claim: a JSON *string* holding one event object.
+    init(eventsClaim: JSONValue?) throws(AppleSignInError) {
+        guard let eventsText = eventsClaim?.stringValue else {
             throw .malformed("claim 'events' is missing or not a JSON string")
         }
         let events: JSONValue
@@ -48,17 +61,12 @@ extension IdentityTokenVerifier {
         guard let milliseconds = events["event_time"]?.doubleValue, milliseconds.isFinite else {
             throw .malformed("event has no numeric 'event_time'")
         }
-        return ServerNotification(
-            id: id,
-            aud: jwt.audience,
-            issuedAt: jwt.issuedAt,
-            event: ServerNotificationEvent(
-                type: .init(rawValue: type),
-                sub: AppleUserID(sub),
-                email: try events.optionalString("email"),
-                isPrivateEmail: try events.optionalBool("is_private_email"),
-                eventTime: Date(timeIntervalSince1970: milliseconds / 1000)
-            )
+        self.init(
+            type: EventType(rawValue: type),
+            sub: AppleUserID(sub),
+            email: try events.optionalString("email"),
+            isPrivateEmail: try events.optionalBool("is_private_email"),
+            eventTime: Date(timeIntervalSince1970: milliseconds / 1000)
         )
     }
 }

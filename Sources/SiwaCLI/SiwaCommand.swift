@@ -1,0 +1,24 @@
+public import ArgumentParser
+
+/// The `siwa` command: the composition root of siwa's parts and the tools around them.
+public struct SiwaCommand: AsyncParsableCommand {
+    public static let configuration = CommandConfiguration(
+        commandName: "siwa",
+        abstract: "Sign in with Apple, done right: a server, an Apple ID emulator and the tools around them.",
+        discussion: """
+            Commands available now: client-secret, verify. The server (serve, demo), the emulator and doctor \
+            arrive with their issues.
+            """,
+        version: "0.1.0",
+        subcommands: [ClientSecretCommand.self, VerifyCommand.self]
+    )
+
+    public init() {}
+}
+
+extension SiwaCommand {
+    /// Parses the process's arguments, runs the command and exits with its status (the `siwa` executable's entry).
+    public static func start() async {
+        await main()
+    }
+}

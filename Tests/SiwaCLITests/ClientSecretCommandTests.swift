@@ -1,0 +1,87 @@
+import AppleSignIn
+import Crypto
+import Foundation
+import SiwaTesting
+import Testing
+
+/// `siwa client-secret` run as a subprocess with a key generated for the test.
+@Suite("siwa client-secret")
+struct ClientSecretCommandTests {
+    let key = P256.Signing.PrivateKey()
+    let keyFile: String
+
+    init() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("siwa-cli-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        keyFile = directory.appendingPathComponent("AuthKey_KEY1234567.p8").path
+        try key.pemRepresentation.write(toFile: keyFile, atomically: true, encoding: .utf8)
+    }
+
+    private func decode(_ part: Substring) throws -> [String: Any] {
+        var base64 = part.replacing("-", with: "+").replacing("_", with: "/")
+        while base64.count % 4 != 0 { base64.append("=") }
+        let data = try #require(Data(base64Encoded: String(base64)))
+        return try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+    }
+
+    @Test func printsASecretSignedByTheKey() throws {
+        let before = Int(Date().timeIntervalSince1970)
+        let result = try SiwaProcess.run([
+            "client-secret", "--team-id", "ABCDE12345", "--key-id", "KEY1234567", "--client-id", "com.example.web",
+            "--key-file", keyFile, "--lifetime", "3600",
+        ])
+        #expect(result.status == 0)
+        #expect(result.stderr.contains("expires"))
+        let token = result.stdout.trimmingCharacters(in: .newlines)
+        let parts = token.split(separator: ".")
+        try #require(parts.count == 3)
+        let header = try decode(parts[0])
+        #expect(header["alg"] as? String == "ES256")
+        #expect(header["kid"] as? String == "KEY1234567")
+        let claims = try decode(parts[1])
+        #expect(claims["iss"] as? String == "ABCDE12345")
+        #expect(claims["sub"] as? String == "com.example.web")
+        #expect(claims["aud"] as? String == "https://appleid.apple.com")
+        let iat = try #require(claims["iat"] as? Int)
+        #expect(iat >= before - 1 && iat <= before + 60)
+        #expect(claims["exp"] as? Int == iat + 3600)
+        var signatureBase64 = parts[2].replacing("-", with: "+").replacing("_", with: "/")
+        while signatureBase64.count % 4 != 0 { signatureBase64.append("=") }
+        let signature = try P256.Signing.ECDSASignature(
+            rawRepresentation: try #require(Data(base64Encoded: String(signatureBase64)))
+        )
+        #expect(key.publicKey.isValidSignature(signature, for: Data("\(parts[0]).\(parts[1])".utf8)))
+    }
+
+    @Test func jsonOutput() throws {
+        let result = try SiwaProcess.run([
+            "client-secret", "--team-id", "ABCDE12345", "--key-id", "KEY1234567", "--client-id", "com.example.app",
+            "--key-file", keyFile, "--json",
+        ])
+        #expect(result.status == 0)
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
+        #expect((object["clientSecret"] as? String)?.split(separator: ".").count == 3)
+        #expect(object["expiresAt"] is String)
+    }
+
+    @Test func badSettingsAreNamed() throws {
+        let badKeyID = try SiwaProcess.run([
+            "client-secret", "--team-id", "ABCDE12345", "--key-id", "KEY", "--client-id", "com.example.app",
+            "--key-file", keyFile,
+        ])
+        #expect(badKeyID.status == 2)
+        #expect(badKeyID.stderr.contains("keyID"))
+        let missingKey = try SiwaProcess.run([
+            "client-secret", "--team-id", "ABCDE12345", "--key-id", "KEY1234567", "--client-id", "com.example.app",
+            "--key-file", keyFile + ".missing", "--json",
+        ])
+        #expect(missingKey.status == 2)
+        #expect(missingKey.stdout.contains(#""error":"invalidConfiguration""#))
+        let tooLong = try SiwaProcess.run([
+            "client-secret", "--team-id", "ABCDE12345", "--key-id", "KEY1234567", "--client-id", "com.example.app",
+            "--key-file", keyFile, "--lifetime", "15777001",
+        ])
+        #expect(tooLong.status == 2)
+        #expect(tooLong.stderr.contains("--lifetime"))
+    }
+}
