@@ -31,6 +31,7 @@ let package = Package(
         .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
+        .package(url: "https://github.com/vapor/jwt-kit.git", from: "5.8.0"),
     ],
     targets: [
         // Apple's protocol: no I/O framework, no database, no server. Other Swift servers can use it alone.
@@ -66,7 +67,15 @@ let package = Package(
         // Local stand-in for appleid.apple.com. Deliberately does not import AppleSignIn (DESIGN.md).
         .target(
             name: "AppleIDEmulator",
-            dependencies: [.product(name: "Crypto", package: "swift-crypto")],
+            dependencies: [
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "CryptoExtras", package: "swift-crypto"),
+                .product(name: "JWTKit", package: "jwt-kit"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+            ],
             swiftSettings: swiftSettings
         ),
         // The Swift client for apps: Foundation only.
@@ -77,8 +86,14 @@ let package = Package(
             dependencies: [
                 "AppleSignIn",
                 "AppleSignInAsyncHTTPClient",
+                "AppleIDEmulator",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -116,6 +131,22 @@ let package = Package(
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "NIOCore", package: "swift-nio"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "AppleIDEmulatorTests",
+            dependencies: [
+                "AppleIDEmulator",
+                "AppleSignIn",
+                "AppleSignInAsyncHTTPClient",
+                "SiwaCLI",
+                "SiwaTesting",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
             ],
             swiftSettings: swiftSettings

@@ -6,11 +6,11 @@ public struct SiwaCommand: AsyncParsableCommand {
         commandName: "siwa",
         abstract: "Sign in with Apple, done right: a server, an Apple ID emulator and the tools around them.",
         discussion: """
-            Commands available now: client-secret, verify. The server (serve, demo), the emulator and doctor \
-            arrive with their issues.
+            Commands available now: emulator, client-secret, verify. The server (serve, demo) and doctor arrive \
+            with their issues.
             """,
         version: "0.1.0",
-        subcommands: [ClientSecretCommand.self, VerifyCommand.self]
+        subcommands: [EmulatorCommand.self, ClientSecretCommand.self, VerifyCommand.self]
     )
 
     public init() {}

@@ -1,0 +1,52 @@
+public import Foundation
+public import Hummingbird
+public import Logging
+
+/// A local stand-in for appleid.apple.com: keys, the authorize page, token, revoke and team-transfer endpoints, plus a
+/// control API for tests and developers. Point a server's Apple base URL at it and every Sign in with Apple flow runs
+/// on this machine with no Apple account.
+public struct AppleIDEmulator: Sendable {
+    let state: EmulatorState
+    let delivery: (any NotificationDelivery)?
+    let logger: Logger
+
+    /// - Parameters:
+    ///   - configuration: teams, keys and clients.
+    ///   - delivery: how notifications reach developers' servers (`nil`: not delivered, answered with 503).
+    ///   - stateFile: a JSON file to keep state across restarts; memory only when `nil`.
+    ///   - now: the wall clock.
+    ///   - logger: request outcomes; never tokens.
+    public init(
+        configuration: EmulatorConfiguration,
+        delivery: (any NotificationDelivery)?,
+        stateFile: String? = nil,
+        now: @escaping @Sendable () -> Date = { Date() },
+        logger: Logger = Logger(label: "siwa.emulator")
+    ) async throws {
+        self.state = try await EmulatorState(
+            configuration: configuration,
+            now: now,
+            stateFile: stateFile,
+            logger: logger
+        )
+        self.delivery = delivery
+        self.logger = logger
+    }
+
+    /// The emulator as a Hummingbird application listening on `host:port`.
+    public func application(host: String = "127.0.0.1", port: Int = 9090) -> some ApplicationProtocol {
+        Application(
+            router: router(),
+            configuration: ApplicationConfiguration(address: .hostname(host, port: port), serverName: "siwa-emulator"),
+            logger: logger
+        )
+    }
+
+    /// Every route.
+    public func router() -> Router<BasicRequestContext> {
+        let router = Router(context: BasicRequestContext.self)
+        addAppleRoutes(to: router)
+        addControlRoutes(to: router)
+        return router
+    }
+}

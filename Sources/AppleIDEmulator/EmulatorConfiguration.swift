@@ -1,0 +1,98 @@
+public import Crypto
+public import Foundation
+
+/// What the emulator knows about developers: their teams, keys and clients. JSON-codable for `--config FILE`.
+public struct EmulatorConfiguration: Codable, Sendable {
+    /// A developer team.
+    public struct Team: Codable, Sendable {
+        /// The 10-character Team ID.
+        public var teamID: String
+        /// The id of the team's Sign in with Apple key.
+        public var keyID: String
+        /// The key's public half (PEM), which client secrets must verify with.
+        public var publicKeyPEM: String
+        public var clients: [Client]
+
+        public init(teamID: String, keyID: String, publicKeyPEM: String, clients: [Client]) {
+            self.teamID = teamID
+            self.keyID = keyID
+            self.publicKeyPEM = publicKeyPEM
+            self.clients = clients
+        }
+    }
+
+    /// A bundle id or Services ID registered for Sign in with Apple.
+    public struct Client: Codable, Sendable {
+        public var clientID: String
+        /// Allowed `redirect_uri` values of the web flow (empty for a bundle id).
+        public var redirectURIs: [String]
+        /// Where server-to-server notifications go.
+        public var notificationURL: String?
+
+        public init(clientID: String, redirectURIs: [String] = [], notificationURL: String? = nil) {
+            self.clientID = clientID
+            self.redirectURIs = redirectURIs
+            self.notificationURL = notificationURL
+        }
+    }
+
+    public var teams: [Team]
+    /// The `iss` of tokens.
+    public var issuer: String
+    /// How long a rotated-out signing key stays in the key set.
+    public var keyGracePeriod: TimeInterval
+    /// How long an injected `timeout` fault holds a request.
+    public var faultHangDuration: TimeInterval
+
+    public init(
+        teams: [Team],
+        issuer: String = "https://appleid.apple.com",
+        keyGracePeriod: TimeInterval = 3600,
+        faultHangDuration: TimeInterval = 30
+    ) {
+        self.teams = teams
+        self.issuer = issuer
+        self.keyGracePeriod = keyGracePeriod
+        self.faultHangDuration = faultHangDuration
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        self.teams = try container.decode([Team].self, forKey: .teams)
+        self.issuer = try container.decodeIfPresent(String.self, forKey: .issuer) ?? "https://appleid.apple.com"
+        self.keyGracePeriod = try container.decodeIfPresent(TimeInterval.self, forKey: .keyGracePeriod) ?? 3600
+        self.faultHangDuration = try container.decodeIfPresent(TimeInterval.self, forKey: .faultHangDuration) ?? 30
+    }
+
+    /// The demo setup `siwa emulator` and `siwa demo` use with no configuration: one team whose key is `key`, a bundle
+    /// id and a Services ID whose callback is on `serverURL`.
+    public static func demo(key: P256.Signing.PrivateKey, serverURL: String = "http://localhost:8080") -> Self {
+        EmulatorConfiguration(teams: [
+            Team(
+                teamID: demoTeamID,
+                keyID: demoKeyID,
+                publicKeyPEM: key.publicKey.pemRepresentation,
+                clients: [
+                    Client(clientID: demoBundleID, notificationURL: "\(serverURL)/auth/apple/notifications"),
+                    Client(
+                        clientID: demoServicesID,
+                        redirectURIs: ["\(serverURL)/auth/apple/callback"],
+                        notificationURL: "\(serverURL)/auth/apple/notifications"
+                    ),
+                ]
+            )
+        ])
+    }
+
+    public static let demoTeamID = "DEMOTEAM01"
+    public static let demoKeyID = "DEMOKEY001"
+    public static let demoBundleID = "com.example.siwa.demo"
+    public static let demoServicesID = "com.example.siwa.demo.web"
+
+    func team(ofClient clientID: String) -> (Team, Client)? {
+        for team in teams {
+            if let client = team.clients.first(where: { $0.clientID == clientID }) { return (team, client) }
+        }
+        return nil
+    }
+}

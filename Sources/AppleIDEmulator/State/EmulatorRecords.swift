@@ -1,0 +1,85 @@
+public import Foundation
+
+/// Everything the emulator remembers; JSON-codable so `--state FILE` keeps it across restarts.
+struct EmulatorRecords: Codable {
+    var signingKeys: [SigningKeyRecord] = []
+    /// Apple IDs by lower-cased email.
+    var appleIDs: [String: AppleIDRecord] = [:]
+    var codes: [String: CodeRecord] = [:]
+    var refreshTokens: [String: TokenRecord] = [:]
+    var accessTokens: [String: TokenRecord] = [:]
+    var migrationTokens: [String: MigrationTokenRecord] = [:]
+    var transfers: [TransferRecord] = []
+    var log: [EmulatorLogEntry] = []
+}
+
+struct SigningKeyRecord: Codable {
+    var kid: String
+    var privateKeyPEM: String
+    var createdAt: Date
+    var retiredAt: Date?
+}
+
+/// A test Apple ID.
+struct AppleIDRecord: Codable {
+    var email: String
+    var givenName: String?
+    var familyName: String?
+    /// Per team: the user's `sub`, relay address and consent.
+    var teams: [String: TeamLink] = [:]
+}
+
+/// One Apple ID's relationship with one team.
+struct TeamLink: Codable {
+    var sub: String
+    var relayEmail: String
+    /// Whether the user has authorized this team's apps (the next authorization is then not a first one).
+    var consented = false
+    var hideEmail = false
+    var emailForwarding = true
+}
+
+struct CodeRecord: Codable {
+    var clientID: String
+    var teamID: String
+    var appleID: String
+    /// The `redirect_uri` of a web authorization; `nil` for a native one (then none may be sent).
+    var redirectURI: String?
+    var nonce: String?
+    var expiresAt: Date
+    var used = false
+}
+
+struct TokenRecord: Codable {
+    var clientID: String
+    var teamID: String
+    var appleID: String
+    var expiresAt: Date?
+    var revoked = false
+    /// For access tokens: the refresh token they came from.
+    var refreshToken: String?
+}
+
+struct MigrationTokenRecord: Codable {
+    var teamID: String
+    var clientID: String
+    var expiresAt: Date
+}
+
+/// A `transfer_sub` issued for moving a user from one team to another.
+struct TransferRecord: Codable {
+    var transferSub: String
+    var appleID: String
+    var fromTeam: String
+    var toTeam: String
+    var createdAt: Date
+}
+
+/// One call the emulator received.
+public struct EmulatorLogEntry: Codable, Sendable {
+    public var time: Date
+    public var endpoint: String
+    public var grantType: String?
+    public var clientID: String?
+    public var outcome: String
+}

@@ -1,0 +1,675 @@
+import Crypto
+import CryptoExtras
+import Foundation
+import JWTKit
+import Logging
+
+/// The emulator's memory and its rules: Apple IDs, consent, codes, tokens, keys, faults and the call log.
+actor EmulatorState {
+    let configuration: EmulatorConfiguration
+    private let now: @Sendable () -> Date
+    private let stateFile: String?
+    private let logger: Logger
+    private var records: EmulatorRecords
+    private var signer = JWTKeyCollection()
+    private var currentKid = ""
+    /// ES256 public keys of the teams, by team id: client secrets must verify with them.
+    private var teamKeys: [String: JWTKeyCollection] = [:]
+    private var faults: [String: EmulatorFault] = [:]
+
+    init(
+        configuration: EmulatorConfiguration,
+        now: @escaping @Sendable () -> Date,
+        stateFile: String?,
+        logger: Logger
+    ) async throws {
+        self.configuration = configuration
+        self.now = now
+        self.stateFile = stateFile
+        self.logger = logger
+        if let stateFile, let data = FileManager.default.contents(atPath: stateFile) {
+            let decoder = JSONDecoder()
+            decoder.dateDecodingStrategy = .secondsSince1970
+            self.records = try decoder.decode(EmulatorRecords.self, from: data)
+        } else {
+            self.records = EmulatorRecords()
+        }
+        for team in configuration.teams {
+            let keys = JWTKeyCollection()
+            await keys.add(ecdsa: try ES256PublicKey(pem: team.publicKeyPEM), kid: JWKIdentifier(string: team.keyID))
+            teamKeys[team.teamID] = keys
+        }
+        if let current = records.signingKeys.last(where: { $0.retiredAt == nil }) {
+            try await useSigningKey(current)
+        } else {
+            try await addSigningKey()
+        }
+    }
+
+    // MARK: Keys
+
+    private func addSigningKey() async throws {
+        let key = try _RSA.Signing.PrivateKey(keySize: .bits2048)
+        let record = SigningKeyRecord(
+            kid: Self.randomAlphanumeric(10),
+            privateKeyPEM: key.pemRepresentation,
+            createdAt: now()
+        )
+        records.signingKeys.append(record)
+        try await useSigningKey(record)
+        save()
+    }
+
+    private func useSigningKey(_ record: SigningKeyRecord) async throws {
+        let collection = JWTKeyCollection()
+        // Apple writes `https://appleid.apple.com`, not `https:\/\/appleid.apple.com`.
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .withoutEscapingSlashes
+        encoder.dateEncodingStrategy = .secondsSince1970
+        await collection.add(
+            rsa: try Insecure.RSA.PrivateKey(pem: record.privateKeyPEM),
+            digestAlgorithm: .sha256,
+            kid: JWKIdentifier(string: record.kid),
+            serializer: DefaultJWTSerializer(jsonEncoder: encoder)
+        )
+        signer = collection
+        currentKid = record.kid
+    }
+
+    /// The key set at `/auth/keys`: the current key and rotated-out keys still in their grace period.
+    func keySetJSON() throws -> [UInt8] {
+        let cutoff = now().addingTimeInterval(-configuration.keyGracePeriod)
+        records.signingKeys.removeAll { ($0.retiredAt.map { $0 < cutoff }) ?? false }
+        var keys: [[String: String]] = []
+        for record in records.signingKeys.reversed() {
+            let primitives = try _RSA.Signing.PrivateKey(pemRepresentation: record.privateKeyPEM).publicKey
+                .getKeyPrimitives()
+            keys.append([
+                "kty": "RSA", "kid": record.kid, "use": "sig", "alg": "RS256",
+                "n": Self.base64URL(primitives.modulus), "e": Self.base64URL(primitives.publicExponent),
+            ])
+        }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        return Array(try encoder.encode(["keys": keys]))
+    }
+
+    /// A new current key; the old one stays published for the grace period.
+    func rotateKeys() async throws -> String {
+        for index in records.signingKeys.indices where records.signingKeys[index].retiredAt == nil {
+            records.signingKeys[index].retiredAt = now()
+        }
+        try await addSigningKey()
+        return currentKid
+    }
+
+    // MARK: Faults and log
+
+    func setFault(endpoint: String, mode: EmulatorFault.Mode, count: Int?) {
+        faults[endpoint] = mode == .off ? nil : EmulatorFault(mode: mode, remaining: count)
+    }
+
+    /// The fault to apply to this call of `endpoint`, counting it down.
+    func takeFault(_ endpoint: String) -> EmulatorFault.Mode? {
+        guard var fault = faults[endpoint] else { return nil }
+        if let remaining = fault.remaining {
+            if remaining <= 1 {
+                faults[endpoint] = nil
+            } else {
+                fault.remaining = remaining - 1
+                faults[endpoint] = fault
+            }
+        }
+        return fault.mode
+    }
+
+    func log(_ endpoint: String, grantType: String? = nil, clientID: String? = nil, outcome: String) {
+        records.log.append(
+            EmulatorLogEntry(
+                time: now(),
+                endpoint: endpoint,
+                grantType: grantType,
+                clientID: clientID,
+                outcome: outcome
+            )
+        )
+        if records.log.count > 5000 { records.log.removeFirst(records.log.count - 5000) }
+        save()
+    }
+
+    func logEntries() -> [EmulatorLogEntry] { records.log }
+
+    // MARK: Apple IDs
+
+    /// The Apple ID for `email`, created on first use; a name given updates the stored one.
+    private func appleID(email: String, givenName: String?, familyName: String?) -> String {
+        let key = email.lowercased()
+        var record = records.appleIDs[key] ?? AppleIDRecord(email: email)
+        if let givenName, !givenName.isEmpty { record.givenName = givenName }
+        if let familyName, !familyName.isEmpty { record.familyName = familyName }
+        records.appleIDs[key] = record
+        return key
+    }
+
+    /// The user's link with `teamID`: the same `sub` for every client of one team, another for another team.
+    private func link(_ appleID: String, team teamID: String) -> TeamLink {
+        if let link = records.appleIDs[appleID]?.teams[teamID] { return link }
+        let link = TeamLink(
+            sub: "000\(Int.random(in: 100...999)).\(Self.randomHex(16)).\(Int.random(in: 1000...9999))",
+            relayEmail: "\(Self.randomAlphanumeric(10).lowercased())@privaterelay.appleid.com"
+        )
+        records.appleIDs[appleID]?.teams[teamID] = link
+        return link
+    }
+
+    private func updateLink(_ appleID: String, team teamID: String, _ body: (inout TeamLink) -> Void) {
+        var current = link(appleID, team: teamID)
+        body(&current)
+        records.appleIDs[appleID]?.teams[teamID] = current
+    }
+
+    /// Records an authorization: returns whether it was the first for this Apple ID and team.
+    private func authorize(_ appleID: String, team teamID: String, hideEmail: Bool) -> Bool {
+        let first = !link(appleID, team: teamID).consented
+        updateLink(appleID, team: teamID) { link in
+            if first { link.hideEmail = hideEmail }
+            link.consented = true
+        }
+        return first
+    }
+
+    /// The email this team sees: the relay address when hidden.
+    private func visibleEmail(_ appleID: String, team teamID: String) -> (email: String, isPrivate: Bool) {
+        let link = link(appleID, team: teamID)
+        return link.hideEmail ? (link.relayEmail, true) : (records.appleIDs[appleID]?.email ?? appleID, false)
+    }
+
+    // MARK: Tokens
+
+    private func identityToken(
+        appleID: String,
+        teamID: String,
+        clientID: String,
+        nonce: String?,
+        native: Bool,
+        lifetime: Int = 600
+    ) async throws -> String {
+        let link = link(appleID, team: teamID)
+        let (email, isPrivate) = visibleEmail(appleID, team: teamID)
+        let nowSeconds = Int(now().timeIntervalSince1970)
+        let expiry = lifetime >= 0 ? nowSeconds + lifetime : nowSeconds + lifetime
+        let issued = lifetime >= 0 ? nowSeconds : expiry - 600
+        let transfer = records.transfers.last {
+            $0.appleID == appleID && $0.toTeam == teamID && now().timeIntervalSince($0.createdAt) < 60 * 86_400
+        }
+        let claims = IdentityTokenClaims(
+            iss: configuration.issuer,
+            aud: clientID,
+            exp: expiry,
+            iat: issued,
+            sub: link.sub,
+            nonce: nonce,
+            email: email,
+            emailVerified: true,
+            isPrivateEmail: isPrivate,
+            authTime: nowSeconds,
+            nonceSupported: true,
+            realUserStatus: native ? 2 : nil,
+            transferSub: transfer?.transferSub
+        )
+        return try await signer.sign(claims, kid: JWKIdentifier(string: currentKid))
+    }
+
+    private func issueCode(
+        appleID: String,
+        teamID: String,
+        clientID: String,
+        redirectURI: String?,
+        nonce: String?
+    ) -> String {
+        let code = "c\(Self.randomHex(16)).0.\(Self.randomAlphanumeric(4).lowercased()).\(Self.randomAlphanumeric(22))"
+        records.codes[code] = CodeRecord(
+            clientID: clientID,
+            teamID: teamID,
+            appleID: appleID,
+            redirectURI: redirectURI,
+            nonce: nonce,
+            expiresAt: now().addingTimeInterval(300)
+        )
+        return code
+    }
+
+    /// Checks `client_id` and `client_secret` as Apple does.
+    private func authenticateClient(
+        clientID: String?,
+        clientSecret: String?
+    ) async throws(AppleOAuthError) -> EmulatorConfiguration.Team {
+        guard let clientID, !clientID.isEmpty else { throw .invalidRequest("client_id is missing") }
+        guard let (team, _) = configuration.team(ofClient: clientID) else { throw .invalidClient("unknown client_id") }
+        guard let clientSecret, !clientSecret.isEmpty else { throw .invalidRequest("client_secret is missing") }
+        guard let keys = teamKeys[team.teamID] else { throw .invalidClient("team has no key") }
+        let claims: ClientSecretClaims
+        do {
+            claims = try await keys.verify(clientSecret, as: ClientSecretClaims.self)
+        } catch {
+            throw .invalidClient("client_secret is not an ES256 JWT signed by the team's key")
+        }
+        let nowSeconds = Int(now().timeIntervalSince1970)
+        guard claims.iss == team.teamID else { throw .invalidClient("client_secret iss is not the team id") }
+        guard claims.sub == clientID else { throw .invalidClient("client_secret sub is not the client_id") }
+        guard claims.aud.values.contains("https://appleid.apple.com") else {
+            throw .invalidClient("client_secret aud is not https://appleid.apple.com")
+        }
+        guard claims.exp > nowSeconds else { throw .invalidClient("client_secret has expired") }
+        guard claims.iat <= nowSeconds + 60 else { throw .invalidClient("client_secret iat is in the future") }
+        guard claims.exp - claims.iat <= 15_777_000 else {
+            throw .invalidClient("client_secret lives longer than 6 months")
+        }
+        return team
+    }
+
+    /// `POST /auth/token`.
+    func token(_ form: TokenForm) async throws(AppleOAuthError) -> TokenResponse {
+        guard let grantType = form.grant_type, !grantType.isEmpty else {
+            throw .invalidRequest("grant_type is missing")
+        }
+        guard ["authorization_code", "refresh_token", "client_credentials"].contains(grantType) else {
+            throw AppleOAuthError(error: "unsupported_grant_type", description: nil)
+        }
+        let team = try await authenticateClient(clientID: form.client_id, clientSecret: form.client_secret)
+        let clientID = form.client_id ?? ""
+        switch grantType {
+        case "authorization_code":
+            guard let code = form.code, !code.isEmpty else { throw .invalidRequest("code is missing") }
+            guard var record = records.codes[code] else {
+                throw .invalidGrant("The code has expired or has been revoked.")
+            }
+            guard !record.used else { throw .invalidGrant("The code has already been used.") }
+            guard record.expiresAt > now() else { throw .invalidGrant("The code has expired or has been revoked.") }
+            guard record.clientID == clientID else {
+                throw .invalidGrant("client_id mismatch. The code was not issued to \(clientID).")
+            }
+            guard record.redirectURI == form.redirect_uri else {
+                throw .invalidGrant("redirect_uri does not match the authorization's (native codes take none)")
+            }
+            record.used = true
+            records.codes[code] = record
+            let refreshToken =
+                "r\(Self.randomHex(16)).0.\(Self.randomAlphanumeric(4).lowercased()).\(Self.randomAlphanumeric(22))"
+            records.refreshTokens[refreshToken] = TokenRecord(
+                clientID: clientID,
+                teamID: team.teamID,
+                appleID: record.appleID
+            )
+            let accessToken = issueAccessToken(
+                clientID: clientID,
+                teamID: team.teamID,
+                appleID: record.appleID,
+                refreshToken: refreshToken
+            )
+            let idToken = try await signedIdentityToken(
+                appleID: record.appleID,
+                teamID: team.teamID,
+                clientID: clientID,
+                nonce: record.nonce
+            )
+            save()
+            return TokenResponse(
+                access_token: accessToken,
+                expires_in: 3600,
+                refresh_token: refreshToken,
+                id_token: idToken
+            )
+        case "refresh_token":
+            guard let token = form.refresh_token, !token.isEmpty else {
+                throw .invalidRequest("refresh_token is missing")
+            }
+            guard let record = records.refreshTokens[token], !record.revoked, record.clientID == clientID,
+                records.appleIDs[record.appleID] != nil
+            else { throw .invalidGrant("The token has expired or has been revoked.") }
+            let accessToken = issueAccessToken(
+                clientID: clientID,
+                teamID: team.teamID,
+                appleID: record.appleID,
+                refreshToken: token
+            )
+            let idToken = try await signedIdentityToken(
+                appleID: record.appleID,
+                teamID: team.teamID,
+                clientID: clientID,
+                nonce: nil
+            )
+            save()
+            return TokenResponse(access_token: accessToken, expires_in: 3600, refresh_token: nil, id_token: idToken)
+        default:  // client_credentials
+            guard form.scope == "user.migration" else {
+                throw AppleOAuthError(error: "invalid_scope", description: "only user.migration is supported")
+            }
+            let accessToken = "m\(Self.randomHex(24))"
+            records.migrationTokens[accessToken] = MigrationTokenRecord(
+                teamID: team.teamID,
+                clientID: clientID,
+                expiresAt: now().addingTimeInterval(3600)
+            )
+            save()
+            return TokenResponse(access_token: accessToken, expires_in: 3600, refresh_token: nil, id_token: nil)
+        }
+    }
+
+    private func signedIdentityToken(
+        appleID: String,
+        teamID: String,
+        clientID: String,
+        nonce: String?
+    )
+        async throws(AppleOAuthError) -> String
+    {
+        do {
+            return try await identityToken(
+                appleID: appleID,
+                teamID: teamID,
+                clientID: clientID,
+                nonce: nonce,
+                native: false
+            )
+        } catch {
+            throw AppleOAuthError(httpCode: 500, error: "server_error", description: "signing failed")
+        }
+    }
+
+    private func issueAccessToken(clientID: String, teamID: String, appleID: String, refreshToken: String) -> String {
+        let token = "a\(Self.randomHex(24))"
+        records.accessTokens[token] = TokenRecord(
+            clientID: clientID,
+            teamID: teamID,
+            appleID: appleID,
+            expiresAt: now().addingTimeInterval(3600),
+            refreshToken: refreshToken
+        )
+        return token
+    }
+
+    /// `POST /auth/revoke`: 200 also for unknown tokens.
+    func revoke(_ form: RevokeForm) async throws(AppleOAuthError) {
+        _ = try await authenticateClient(clientID: form.client_id, clientSecret: form.client_secret)
+        guard let token = form.token, !token.isEmpty else { throw .invalidRequest("token is missing") }
+        if var record = records.refreshTokens[token], record.clientID == form.client_id {
+            record.revoked = true
+            records.refreshTokens[token] = record
+            for (key, access) in records.accessTokens where access.refreshToken == token {
+                records.accessTokens[key]?.revoked = true
+            }
+        } else if records.accessTokens[token]?.clientID == form.client_id {
+            records.accessTokens[token]?.revoked = true
+        }
+        save()
+    }
+
+    /// Whether a refresh token still works (for tests through the control API's log, and for `revoke-consent`).
+    private func revokeTokens(appleID: String, teamID: String) {
+        for (key, record) in records.refreshTokens where record.appleID == appleID && record.teamID == teamID {
+            records.refreshTokens[key]?.revoked = true
+        }
+        for (key, record) in records.accessTokens where record.appleID == appleID && record.teamID == teamID {
+            records.accessTokens[key]?.revoked = true
+        }
+    }
+
+    // MARK: Web authorization
+
+    /// Validates an authorize request; the error is shown as Apple's error page, never redirected.
+    func checkAuthorize(_ parameters: AuthorizeParameters) throws(AppleOAuthError) -> EmulatorConfiguration.Team {
+        guard let clientID = parameters.client_id, let (team, client) = configuration.team(ofClient: clientID) else {
+            throw .invalidClient("Invalid client id or web redirect url.")
+        }
+        guard let redirectURI = parameters.redirect_uri, client.redirectURIs.contains(redirectURI) else {
+            throw .invalidRequest("Invalid web redirect url.")
+        }
+        let responseTypes = Set((parameters.response_type ?? "").split(separator: " ").map(String.init))
+        guard responseTypes.contains("code"), responseTypes.isSubset(of: ["code", "id_token"]) else {
+            throw AppleOAuthError(error: "unsupported_response_type", description: "response_type must include code")
+        }
+        let mode = parameters.response_mode ?? "query"
+        let scoped = !(parameters.scope ?? "").isEmpty
+        guard ["query", "fragment", "form_post"].contains(mode) else {
+            throw .invalidRequest("Invalid response_mode.")
+        }
+        guard !(scoped && mode != "form_post") else {
+            throw .invalidRequest("response_mode must be form_post when name or email scope is requested.")
+        }
+        guard !(responseTypes.contains("id_token") && mode == "query") else {
+            throw .invalidRequest("response_mode query is not allowed with id_token.")
+        }
+        return team
+    }
+
+    /// The result of Continue on the consent page.
+    struct Authorization {
+        var fields: [(String, String)]
+    }
+
+    /// Continue: code, id_token, state, and `user` on the first authorization of this Apple ID for the team.
+    func consent(_ parameters: AuthorizeParameters) async throws -> Authorization {
+        let team = try checkAuthorize(parameters)
+        let clientID = parameters.client_id ?? ""
+        let email = (parameters.email ?? "").trimmingCharacters(in: .whitespaces)
+        guard email.contains("@") else { throw AppleOAuthError.invalidRequest("an Apple ID email is required") }
+        let appleID = appleID(email: email, givenName: parameters.given_name, familyName: parameters.family_name)
+        let first = authorize(appleID, team: team.teamID, hideEmail: parameters.hide_email == "true")
+        let code = issueCode(
+            appleID: appleID,
+            teamID: team.teamID,
+            clientID: clientID,
+            redirectURI: parameters.redirect_uri,
+            nonce: parameters.nonce
+        )
+        var fields: [(String, String)] = [("code", code)]
+        if (parameters.response_type ?? "").contains("id_token") {
+            fields.append(
+                (
+                    "id_token",
+                    try await identityToken(
+                        appleID: appleID,
+                        teamID: team.teamID,
+                        clientID: clientID,
+                        nonce: parameters.nonce,
+                        native: false
+                    )
+                )
+            )
+        }
+        if let state = parameters.state { fields.append(("state", state)) }
+        if first, !(parameters.scope ?? "").isEmpty {
+            let record = records.appleIDs[appleID]
+            let user = FirstAuthorizationUser(
+                name: .init(firstName: record?.givenName, lastName: record?.familyName),
+                email: visibleEmail(appleID, team: team.teamID).email
+            )
+            fields.append(("user", String(decoding: try JSONEncoder().encode(user), as: UTF8.self)))
+        }
+        save()
+        return Authorization(fields: fields)
+    }
+
+    /// What a native app's `ASAuthorizationAppleIDCredential` holds.
+    func nativeSignIn(_ request: NativeSignInRequest) async throws -> NativeCredential {
+        guard let (team, _) = configuration.team(ofClient: request.clientId) else {
+            throw AppleOAuthError.invalidClient("unknown clientId")
+        }
+        guard request.email.contains("@") else { throw AppleOAuthError.invalidRequest("email must be an address") }
+        let appleID = appleID(email: request.email, givenName: request.givenName, familyName: request.familyName)
+        let first = authorize(appleID, team: team.teamID, hideEmail: request.hideEmail ?? false)
+        let code = issueCode(
+            appleID: appleID,
+            teamID: team.teamID,
+            clientID: request.clientId,
+            redirectURI: nil,
+            nonce: request.nonce
+        )
+        let token = try await identityToken(
+            appleID: appleID,
+            teamID: team.teamID,
+            clientID: request.clientId,
+            nonce: request.nonce,
+            native: true,
+            lifetime: request.expiresIn ?? 600
+        )
+        let record = records.appleIDs[appleID]
+        save()
+        return NativeCredential(
+            identityToken: token,
+            authorizationCode: code,
+            user: link(appleID, team: team.teamID).sub,
+            email: first ? visibleEmail(appleID, team: team.teamID).email : nil,
+            fullName: first ? .init(givenName: record?.givenName, familyName: record?.familyName) : nil,
+            realUserStatus: 2
+        )
+    }
+
+    // MARK: Notifications and consent
+
+    /// Signs a notification for `clientID` about `email`'s Apple ID; returns the URL and body to POST.
+    func notification(clientID: String, email: String, type: String) async throws -> (url: String?, body: [UInt8]) {
+        guard let (team, client) = configuration.team(ofClient: clientID) else {
+            throw AppleOAuthError.invalidClient("unknown clientId")
+        }
+        guard let appleID = records.appleIDs[email.lowercased()].map({ _ in email.lowercased() }) else {
+            throw AppleOAuthError(httpCode: 404, error: "unknown_apple_id", description: "no Apple ID \(email)")
+        }
+        let link = link(appleID, team: team.teamID)
+        var event = NotificationEvent(type: type, sub: link.sub, eventTime: Int64(now().timeIntervalSince1970 * 1000))
+        switch type {
+        case "email-disabled", "email-enabled":
+            event.email = link.relayEmail
+            event.isPrivateEmail = "true"
+            updateLink(appleID, team: team.teamID) { $0.emailForwarding = type == "email-enabled" }
+        case "consent-revoked":
+            revokeTokens(appleID: appleID, teamID: team.teamID)
+            updateLink(appleID, team: team.teamID) { $0.consented = false }
+        case "account-delete":
+            revokeTokens(appleID: appleID, teamID: team.teamID)
+            records.appleIDs[appleID] = nil
+        default:
+            throw AppleOAuthError.invalidRequest(
+                "type must be email-disabled, email-enabled, consent-revoked or account-delete"
+            )
+        }
+        let nowSeconds = Int(now().timeIntervalSince1970)
+        let claims = NotificationClaims(
+            iss: configuration.issuer,
+            aud: clientID,
+            exp: nowSeconds + 86_400,
+            iat: nowSeconds,
+            jti: Self.randomAlphanumeric(22),
+            events: String(decoding: try JSONEncoder().encode(event), as: UTF8.self)
+        )
+        let payload = try await signer.sign(claims, kid: JWKIdentifier(string: currentKid))
+        save()
+        return (client.notificationURL, Array(try JSONEncoder().encode(["payload": payload])))
+    }
+
+    // MARK: Team transfer (TN3159)
+
+    /// `POST /auth/usermigrationinfo`.
+    func migrationInfo(_ form: MigrationForm, bearer: String?) async throws(AppleOAuthError) -> [String: String] {
+        let team = try await authenticateClient(clientID: form.client_id, clientSecret: form.client_secret)
+        guard let bearer, let grant = records.migrationTokens[bearer], grant.teamID == team.teamID,
+            grant.expiresAt > now()
+        else {
+            throw AppleOAuthError(
+                httpCode: 401,
+                error: "invalid_token",
+                description: "migration access token is invalid"
+            )
+        }
+        if let sub = form.sub, let target = form.target {
+            guard configuration.teams.contains(where: { $0.teamID == target }) else {
+                throw .invalidRequest("target is not a known team")
+            }
+            guard let appleID = records.appleIDs.first(where: { $0.value.teams[team.teamID]?.sub == sub })?.key else {
+                throw .invalidRequest("unknown sub")
+            }
+            if let existing = records.transfers.first(where: {
+                $0.appleID == appleID && $0.fromTeam == team.teamID && $0.toTeam == target
+            }) {
+                return ["transfer_sub": existing.transferSub]
+            }
+            let transferSub = "000\(Int.random(in: 100...999)).\(Self.randomHex(16)).\(Int.random(in: 1000...9999))"
+            records.transfers.append(
+                TransferRecord(
+                    transferSub: transferSub,
+                    appleID: appleID,
+                    fromTeam: team.teamID,
+                    toTeam: target,
+                    createdAt: now()
+                )
+            )
+            save()
+            return ["transfer_sub": transferSub]
+        }
+        if let transferSub = form.transfer_sub {
+            guard
+                let transfer = records.transfers.first(where: {
+                    $0.transferSub == transferSub && $0.toTeam == team.teamID
+                })
+            else { throw .invalidRequest("unknown transfer_sub") }
+            let link = link(transfer.appleID, team: team.teamID)
+            let (email, isPrivate) =
+                link.hideEmail || !link.consented
+                ? (link.relayEmail, true) : visibleEmail(transfer.appleID, team: team.teamID)
+            save()
+            return ["sub": link.sub, "email": email, "is_private_email": isPrivate ? "true" : "false"]
+        }
+        throw .invalidRequest("give sub and target, or transfer_sub")
+    }
+
+    /// The user stops using Sign in with Apple with the team's apps.
+    func revokeConsent(clientID: String, email: String) async throws -> (url: String?, body: [UInt8]) {
+        try await notification(clientID: clientID, email: email, type: "consent-revoked")
+    }
+
+    // MARK: Persistence and randomness
+
+    private func save() {
+        guard let stateFile else { return }
+        let encoder = JSONEncoder()
+        encoder.dateEncodingStrategy = .secondsSince1970
+        do {
+            try encoder.encode(records).write(to: URL(fileURLWithPath: stateFile), options: .atomic)
+        } catch {
+            logger.error("could not save emulator state", metadata: ["file": "\(stateFile)", "error": "\(error)"])
+        }
+    }
+
+    static func randomHex(_ bytes: Int) -> String {
+        var generator = SystemRandomNumberGenerator()
+        let digits = Array("0123456789abcdef")
+        return String(
+            (0..<bytes).flatMap { _ -> [Character] in
+                let byte = UInt8.random(in: 0...255, using: &generator)
+                return [digits[Int(byte >> 4)], digits[Int(byte & 0xF)]]
+            }
+        )
+    }
+
+    static func randomAlphanumeric(_ count: Int) -> String {
+        var generator = SystemRandomNumberGenerator()
+        let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")
+        return String((0..<count).map { _ in alphabet.randomElement(using: &generator)! })
+    }
+
+    static func base64URL(_ data: Data) -> String {
+        data.base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+            .replacingOccurrences(of: "=", with: "")
+    }
+}
+
+/// The `user` field of a first web authorization.
+struct FirstAuthorizationUser: Encodable {
+    struct Name: Encodable {
+        var firstName: String?
+        var lastName: String?
+    }
+    var name: Name
+    var email: String
+}
