@@ -18,12 +18,21 @@ public struct AsyncHTTPClientTransport: HTTPTransport {
     /// The largest response body read; Apple's answers are a few KB.
     public let maximumResponseBytes: Int
 
+    /// A process-wide client that never follows redirects: Apple's endpoints do not redirect, and following one
+    /// would resend a form holding the client secret and tokens to wherever the redirect points.
+    public static let sharedClient: HTTPClient = {
+        var configuration = HTTPClient.Configuration()
+        configuration.redirectConfiguration = .disallow
+        configuration.timeout = .init(connect: .seconds(5), read: .seconds(30))
+        return HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
+    }()
+
     /// - Parameters:
-    ///   - client: the HTTP client; the process-wide shared one by default.
+    ///   - client: the HTTP client; by default ``sharedClient``, which never follows redirects.
     ///   - userAgent: sent with every request.
     ///   - maximumResponseBytes: cap on response bodies (default 1 MiB).
     public init(
-        client: HTTPClient = .shared,
+        client: HTTPClient = AsyncHTTPClientTransport.sharedClient,
         userAgent: String = AsyncHTTPClientTransport.defaultUserAgent,
         maximumResponseBytes: Int = 1 << 20
     ) {

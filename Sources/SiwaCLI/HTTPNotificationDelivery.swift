@@ -1,4 +1,5 @@
 public import AppleIDEmulator
+public import AppleSignInAsyncHTTPClient
 public import AsyncHTTPClient
 import NIOCore
 import NIOHTTP1
@@ -7,7 +8,7 @@ import NIOHTTP1
 public struct HTTPNotificationDelivery: NotificationDelivery {
     private let client: HTTPClient
 
-    public init(client: HTTPClient = .shared) {
+    public init(client: HTTPClient = AsyncHTTPClientTransport.sharedClient) {
         self.client = client
     }
 

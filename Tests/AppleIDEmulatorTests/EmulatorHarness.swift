@@ -171,12 +171,15 @@ struct EmulatorHarness: Sendable {
         body: String? = nil,
         contentType: String = "application/json",
         headers: HTTPFields = [:]
-    ) async throws -> (status: Int, body: String) {
+    ) async throws -> (status: Int, body: String, location: String?) {
         var request = HTTPRequest(method: method, scheme: baseURL.scheme, authority: baseURL.authority, path: path)
         request.headerFields = headers
         if body != nil { request.headerFields[.contentType] = contentType }
         let answer = try await transport.send(request, body: body.map { Array($0.utf8) }, timeout: .seconds(10))
-        return (answer.response.status.code, String(decoding: answer.body, as: UTF8.self))
+        return (
+            answer.response.status.code, String(decoding: answer.body, as: UTF8.self),
+            answer.response.headerFields[.location]
+        )
     }
 
     /// Calls the control API with a JSON object and decodes a JSON object back.

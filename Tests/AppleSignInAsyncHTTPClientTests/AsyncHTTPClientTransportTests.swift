@@ -42,6 +42,9 @@ struct AsyncHTTPClientTransportTests {
             try await Task.sleep(for: .milliseconds(1500))
             return .ok
         }
+        router.post("/redirect") { _, _ -> Response in
+            Response(status: .temporaryRedirect, headers: [.location: "http://127.0.0.1:9/steal"])
+        }
         router.get("/huge") { _, _ -> Response in
             Response(status: .ok, body: .init(byteBuffer: ByteBuffer(repeating: UInt8(ascii: "x"), count: 2 << 20)))
         }
@@ -104,6 +107,18 @@ struct AsyncHTTPClientTransportTests {
     @Test func oversizedAnswerIsRefused() async throws {
         try await withFakeApple(jwks: try TestAppleKeys().jwks()) { base in
             await #expect(throws: AppleSignInError.unexpectedResponse) { try await get(base, "/huge") }
+        }
+    }
+
+    @Test func redirectsAreNotFollowed() async throws {
+        try await withFakeApple(jwks: try TestAppleKeys().jwks()) { base in
+            let request = HTTPRequest(method: .post, scheme: base.scheme, authority: base.authority, path: "/redirect")
+            let answer = try await AsyncHTTPClientTransport().send(
+                request,
+                body: Array("secret=1".utf8),
+                timeout: .seconds(5)
+            )
+            #expect(answer.response.status == .temporaryRedirect)
         }
     }
 

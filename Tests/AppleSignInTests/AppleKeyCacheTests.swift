@@ -203,3 +203,17 @@ struct AppleKeyCacheTests {
         #expect(throws: AppleSignInError.unexpectedResponse) { try AppleKeySet(jwks: Array("<html>".utf8)) }
     }
 }
+
+extension AppleKeyCacheTests {
+    @Test func failingAppleWithNoRefetchIntervalFailsOnceInsteadOfSpinning() async throws {
+        let apple = try TestAppleKeys(count: 1)
+        let source = ScriptedSource(try apple.keySet())
+        source.set(.failure(AppleSignInError(.appleServerError, "Apple answered 500")))
+        let cache = AppleKeyCache(source: source, clock: clock, minimumRefetchInterval: 0)
+        await #expect(throws: AppleSignInError.keysUnavailable) { try await cache.key(for: apple.kid) }
+        #expect(source.count == 1)
+        source.set(.success((try apple.keySet(), nil)))
+        _ = try await cache.key(for: apple.kid)
+        #expect(source.count == 2)
+    }
+}

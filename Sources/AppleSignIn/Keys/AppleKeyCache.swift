@@ -78,8 +78,11 @@ public final class AppleKeyCache: Sendable {
     /// - Throws: ``AppleSignInError/Code/unknownKey`` when the set (refetched if allowed) has no such key,
     ///   ``AppleSignInError/Code/keysUnavailable`` when no key set could be fetched at all.
     public func key(for kid: String) async throws(AppleSignInError) -> AppleSigningKey {
+        // One lookup leads at most one fetch: after it, the key is there or the lookup fails, whatever the
+        // refetch interval (a zero interval must not turn a failing Apple into a busy loop).
+        var fetched = false
         while true {
-            switch nextStep(for: kid) {
+            switch nextStep(for: kid, mayFetch: !fetched) {
             case .found(let key):
                 return key
             case .fail(let error):
@@ -87,6 +90,7 @@ public final class AppleKeyCache: Sendable {
             case .wait:
                 await waitForFetch()
             case .fetch:
+                fetched = true
                 try await fetch(reason: kid)
             }
         }
@@ -108,7 +112,7 @@ public final class AppleKeyCache: Sendable {
         return now.timeIntervalSince(last) < interval
     }
 
-    private func nextStep(for kid: String) -> Step {
+    private func nextStep(for kid: String, mayFetch: Bool) -> Step {
         state.withLock { state in
             let now = clock.now
             let key = state.keys[kid]
@@ -118,7 +122,7 @@ public final class AppleKeyCache: Sendable {
                 if let key { return .found(key) }
                 return .wait
             }
-            if isRateLimited(state, now: now) {
+            if !mayFetch || isRateLimited(state, now: now) {
                 if let key { return .found(key) }
                 if state.keys.isEmpty {
                     return .fail(
