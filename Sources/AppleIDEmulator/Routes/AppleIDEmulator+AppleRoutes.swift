@@ -159,7 +159,7 @@ extension AppleIDEmulator {
 
     static func json(_ status: HTTPResponse.Status, _ value: some Encodable) throws -> Response {
         let encoder = JSONEncoder()
-        encoder.outputFormatting = .sortedKeys
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         encoder.dateEncodingStrategy = .iso8601
         return Response(
             status: status,

@@ -1,0 +1,53 @@
+import Foundation
+import Testing
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// `siwa emulator` as a subprocess: demo settings printed, key file created once, serving, stopping on SIGINT.
+@Suite("siwa emulator")
+struct EmulatorCommandTests {
+    @Test func demoEmulatorServesAndStopsCleanly() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("siwa-emu-cli-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let port = Int.random(in: 20_000...40_000)
+        let process = Process()
+        process.executableURL = SiwaProcess.executable
+        process.arguments = ["emulator", "--port", String(port)]
+        process.currentDirectoryURL = directory
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = output
+        try process.run()
+        defer { if process.isRunning { process.terminate() } }
+
+        // Wait for the server, then ask it for its keys.
+        var keys: Data?
+        for _ in 0..<100 {
+            if let (data, response) = try? await URLSession.shared.data(from: URL(string: "http://127.0.0.1:\(port)/auth/keys")!),
+                (response as? HTTPURLResponse)?.statusCode == 200
+            {
+                keys = data
+                break
+            }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        let jwks = try #require(keys)
+        let document = try #require(try JSONSerialization.jsonObject(with: jwks) as? [String: [[String: String]]])
+        #expect(document["keys"]?.first?["alg"] == "RS256")
+
+        let keyFile = directory.appendingPathComponent("siwa-emulator/AuthKey_DEMOKEY001.p8").path
+        #expect(FileManager.default.fileExists(atPath: keyFile))
+        let permissions = try FileManager.default.attributesOfItem(atPath: keyFile)[.posixPermissions] as? Int
+        #expect(permissions == 0o600)
+
+        process.interrupt()  // SIGINT: graceful shutdown
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0)
+        let printed = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        #expect(printed.contains("SIWA_TEAM_ID=DEMOTEAM01"))
+        #expect(printed.contains("SIWA_PRIVATE_KEY_FILE=siwa-emulator/AuthKey_DEMOKEY001.p8"))
+        #expect(printed.contains("SIWA_APPLE_BASE_URL=http://127.0.0.1:\(port)"))
+    }
+}
