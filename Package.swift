@@ -63,7 +63,19 @@ let package = Package(
         // SQL store over SQLKit: SQLite and PostgreSQL (grows with the server issue).
         .target(name: "AccountStoreSQL", dependencies: ["AccountStore"], swiftSettings: swiftSettings),
         // The Hummingbird 2 application (grows with the server issue).
-        .target(name: "AuthServer", dependencies: ["AppleSignIn", "AccountStore"], swiftSettings: swiftSettings),
+        .target(
+            name: "AuthServer",
+            dependencies: [
+                "AppleSignIn",
+                "AccountStore",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         // Local stand-in for appleid.apple.com. Deliberately does not import AppleSignIn (DESIGN.md).
         .target(
             name: "AppleIDEmulator",
@@ -141,6 +153,24 @@ let package = Package(
                 "AppleIDEmulator",
                 "AppleSignIn",
                 "AppleSignInAsyncHTTPClient",
+                "SiwaCLI",
+                "SiwaTesting",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "NIOCore", package: "swift-nio"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "AuthServerTests",
+            dependencies: [
+                "AccountStore",
+                "AppleIDEmulator",
+                "AppleSignIn",
+                "AppleSignInAsyncHTTPClient",
+                "AuthServer",
                 "SiwaCLI",
                 "SiwaTesting",
                 .product(name: "Crypto", package: "swift-crypto"),

@@ -1,0 +1,38 @@
+#if canImport(FoundationEssentials)
+public import FoundationEssentials
+#else
+public import Foundation
+#endif
+
+/// siwa's own id of a user (a UUID), the `sub` of siwa's access tokens.
+public struct UserID: Hashable, Sendable, Codable, CustomStringConvertible {
+    public let rawValue: UUID
+
+    public init(_ rawValue: UUID = UUID()) {
+        self.rawValue = rawValue
+    }
+
+    /// Parses the lower-case UUID text form.
+    public init?(_ text: String) {
+        guard let uuid = UUID(uuidString: text) else { return nil }
+        self.rawValue = uuid
+    }
+
+    public var description: String { rawValue.uuidString.lowercased() }
+}
+
+/// The id of a session: one chain of rotating refresh tokens (a "family"), the `sid` of its access tokens.
+public struct SessionID: Hashable, Sendable, Codable, CustomStringConvertible {
+    public let rawValue: UUID
+
+    public init(_ rawValue: UUID = UUID()) {
+        self.rawValue = rawValue
+    }
+
+    public init?(_ text: String) {
+        guard let uuid = UUID(uuidString: text) else { return nil }
+        self.rawValue = uuid
+    }
+
+    public var description: String { rawValue.uuidString.lowercased() }
+}
