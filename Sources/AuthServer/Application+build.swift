@@ -1,0 +1,113 @@
+public import AccountStore
+public import AppleSignIn
+public import Crypto
+import HTTPTypes
+public import Hummingbird
+public import Logging
+import NIOCore
+
+/// Builds the siwa server: the canonical API, well-known keys and health routes, over an injected store and HTTP
+/// transport. The CLI and the tests call this same function.
+/// - Parameters:
+///   - configuration: the server's own settings.
+///   - apple: client ids, credentials (for code exchange) and Apple's base URL.
+///   - store: accounts and sessions.
+///   - transport: the HTTP client towards Apple.
+///   - dataKey: the AES-256 key that seals Apple refresh tokens and signing keys at rest.
+///   - clock: wall clock.
+///   - host: address to listen on.
+///   - port: port (0 for any free one).
+///   - logger: request and event logs (never tokens).
+public func buildApplication(
+    configuration: AuthServerConfiguration,
+    apple: AppleSignInConfiguration,
+    store: any AccountStore,
+    transport: any HTTPTransport,
+    dataKey: SymmetricKey,
+    clock: any WallClock = SystemWallClock(),
+    host: String = "127.0.0.1",
+    port: Int = 8080,
+    logger: Logger = Logger(label: "siwa")
+) async throws -> some ApplicationProtocol {
+    let sealer = DataSealer(key: dataKey)
+    let keys = AppleKeyCache(
+        source: AppleKeysEndpoint(baseURL: apple.appleBaseURL, transport: transport, logger: logger),
+        clock: clock,
+        logger: logger
+    )
+    let verifier = IdentityTokenVerifier(configuration: apple, keys: keys, clock: clock)
+    let appleClient = apple.credentials.map { credentials in
+        AppleAPIClient(
+            configuration: apple,
+            transport: transport,
+            verifier: verifier,
+            clientSecrets: ClientSecretFactory(
+                credentials: credentials,
+                lifetime: apple.clientSecretLifetime,
+                clock: clock
+            ),
+            logger: logger
+        )
+    }
+    let issuer = try await AccessTokenIssuer(configuration: configuration, store: store, sealer: sealer, clock: clock)
+    let revocations = RevocationList(retention: configuration.accessTokenLifetime + 120)
+    try await revocations.refresh(from: store, now: clock.now)
+    let signIn = SignInService(
+        configuration: configuration,
+        store: store,
+        verifier: verifier,
+        apple: appleClient,
+        issuer: issuer,
+        sealer: sealer,
+        clock: clock,
+        logger: logger
+    )
+
+    let router = Router(context: SiwaRequestContext.self)
+    router.add(middleware: LogRequestsMiddleware(.info, redactHeaders: [.authorization, .cookie, .setCookie]))
+    let auth = router.group("/auth")
+    if let limit = configuration.authRateLimit { auth.add(middleware: RateLimitMiddleware(limit: limit)) }
+    let sessions = SessionController(
+        configuration: configuration,
+        signIn: signIn,
+        store: store,
+        issuer: issuer,
+        revocations: revocations,
+        clock: clock
+    )
+    sessions.addRoutes(to: auth, api: router.group("/api"))
+
+    router.get("/.well-known/jwks.json") { _, _ -> Response in
+        Response(
+            status: .ok,
+            headers: [.contentType: "application/json", .cacheControl: "public, max-age=300"],
+            body: .init(byteBuffer: ByteBuffer(bytes: issuer.jwks()))
+        )
+    }
+    router.get("/healthz") { _, _ -> HTTPResponse.Status in .ok }
+    router.get("/readyz") { _, _ -> Response in
+        do {
+            try await store.ping()
+            return Response(status: .ok)
+        } catch {
+            throw AuthServerError(.serviceUnavailable, "database_unavailable", "the database cannot be reached")
+        }
+    }
+
+    var app = Application(
+        router: router,
+        configuration: ApplicationConfiguration(address: .hostname(host, port: port), serverName: "siwa"),
+        logger: logger
+    )
+    app.addServices(
+        StoreRefresher(
+            store: store,
+            revocations: revocations,
+            issuer: issuer,
+            interval: configuration.storeRefreshInterval,
+            clock: clock,
+            logger: logger
+        )
+    )
+    return app
+}

@@ -1,0 +1,60 @@
+#if canImport(FoundationEssentials)
+public import FoundationEssentials
+#else
+public import Foundation
+#endif
+
+/// Settings of the server itself (Apple's side is `AppleSignInConfiguration`).
+public struct AuthServerConfiguration: Sendable {
+    /// The server's public URL: the `iss` of its access tokens, and the base of web-flow URLs.
+    public var publicURL: String
+    /// The `aud` of access tokens.
+    public var accessTokenAudience: String
+    /// Seconds an access token lives (default 15 minutes).
+    public var accessTokenLifetime: TimeInterval
+    /// Seconds a refresh token lives (default 30 days); every use rotates it.
+    public var refreshTokenLifetime: TimeInterval
+    /// Accept native sign-ins only with a nonce issued by `POST /auth/apple/nonce` (replay protection).
+    public var requireServerNonce: Bool
+    /// Seconds a server nonce lives (default 10 minutes).
+    public var serverNonceLifetime: TimeInterval
+    /// Largest request body accepted, in bytes (default 64 KiB).
+    public var maximumBodySize: Int
+    /// Requests per second allowed per client IP on `/auth/*`, with this burst.
+    public var authRateLimit: RateLimit?
+    /// How often the revocation list and signing keys are refreshed from the store (default 5 s).
+    public var storeRefreshInterval: Duration
+
+    /// A token-bucket limit.
+    public struct RateLimit: Sendable {
+        public var requestsPerSecond: Double
+        public var burst: Double
+
+        public init(requestsPerSecond: Double, burst: Double) {
+            self.requestsPerSecond = requestsPerSecond
+            self.burst = burst
+        }
+    }
+
+    public init(
+        publicURL: String = "http://localhost:8080",
+        accessTokenAudience: String = "siwa",
+        accessTokenLifetime: TimeInterval = 900,
+        refreshTokenLifetime: TimeInterval = 30 * 86_400,
+        requireServerNonce: Bool = false,
+        serverNonceLifetime: TimeInterval = 600,
+        maximumBodySize: Int = 64 * 1024,
+        authRateLimit: RateLimit? = RateLimit(requestsPerSecond: 20, burst: 40),
+        storeRefreshInterval: Duration = .seconds(5)
+    ) {
+        self.publicURL = publicURL
+        self.accessTokenAudience = accessTokenAudience
+        self.accessTokenLifetime = accessTokenLifetime
+        self.refreshTokenLifetime = refreshTokenLifetime
+        self.requireServerNonce = requireServerNonce
+        self.serverNonceLifetime = serverNonceLifetime
+        self.maximumBodySize = maximumBodySize
+        self.authRateLimit = authRateLimit
+        self.storeRefreshInterval = storeRefreshInterval
+    }
+}

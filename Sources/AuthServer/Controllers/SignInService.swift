@@ -1,0 +1,224 @@
+public import AccountStore
+public import AppleSignIn
+import Crypto
+import Foundation
+import HTTPTypes
+public import Logging
+
+/// Turns a verified Apple sign-in into a siwa account and session. Shared by the native, web and compatibility
+/// routes, so that there is one implementation of sign-in.
+public struct SignInService: Sendable {
+    let configuration: AuthServerConfiguration
+    let store: any AccountStore
+    let verifier: IdentityTokenVerifier
+    let apple: AppleAPIClient?
+    let issuer: AccessTokenIssuer
+    let sealer: DataSealer
+    let clock: any WallClock
+    let logger: Logger
+
+    public init(
+        configuration: AuthServerConfiguration,
+        store: any AccountStore,
+        verifier: IdentityTokenVerifier,
+        apple: AppleAPIClient?,
+        issuer: AccessTokenIssuer,
+        sealer: DataSealer,
+        clock: any WallClock,
+        logger: Logger
+    ) {
+        self.configuration = configuration
+        self.store = store
+        self.verifier = verifier
+        self.apple = apple
+        self.issuer = issuer
+        self.sealer = sealer
+        self.clock = clock
+        self.logger = logger
+    }
+
+    /// A completed sign-in.
+    public struct SignedIn: Sendable {
+        public var user: UserRecord
+        public var isNewUser: Bool
+        public var accessToken: String
+        public var expiresIn: Int
+        public var refreshToken: String
+    }
+
+    /// Verifies the identity token (and nonce), exchanges the code when given, finds or creates the account and
+    /// starts a session.
+    public func signIn(
+        identityToken: String,
+        authorizationCode: String?,
+        nonce: String?,
+        givenName: String?,
+        familyName: String?,
+        redirectURI: String? = nil
+    ) async throws -> SignedIn {
+        let token: IdentityToken
+        do {
+            token = try await verifier.verify(identityToken, expectedNonce: nonce)
+            if configuration.requireServerNonce { try await consumeServerNonce(of: token) }
+        } catch let error as AppleSignInError {
+            logger.info("identity token refused", metadata: ["check": "\(error.code)", "reason": "\(error.reason)"])
+            throw Self.httpError(error)
+        }
+        let outcome = try await store.signIn(
+            AppleSignInFacts(
+                appleUserID: token.sub,
+                clientID: token.aud,
+                email: token.email,
+                emailVerified: token.emailVerified,
+                isPrivateEmail: token.email == nil ? nil : token.emailIsPrivateRelay,
+                givenName: givenName.map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }.flatMap {
+                    $0.isEmpty ? nil : $0
+                },
+                familyName: familyName.map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }.flatMap {
+                    $0.isEmpty ? nil : $0
+                }
+            ),
+            now: clock.now
+        )
+        if let authorizationCode, !authorizationCode.isEmpty, let apple {
+            await keepAppleRefreshToken(
+                code: authorizationCode,
+                token: token,
+                userID: outcome.user.id,
+                redirectURI: redirectURI,
+                apple: apple
+            )
+        }
+        let session = try await startSession(for: outcome.user.id)
+        logger.info(
+            "signed in",
+            metadata: ["user": "\(outcome.user.id)", "new": "\(outcome.isNewUser)", "client": "\(token.aud)"]
+        )
+        return SignedIn(
+            user: outcome.user,
+            isNewUser: outcome.isNewUser,
+            accessToken: session.accessToken,
+            expiresIn: session.expiresIn,
+            refreshToken: session.refreshToken
+        )
+    }
+
+    /// Exchanges the code at Apple and keeps the refresh token sealed. Apple being down does not fail the sign-in.
+    private func keepAppleRefreshToken(
+        code: String,
+        token: IdentityToken,
+        userID: UserID,
+        redirectURI: String?,
+        apple: AppleAPIClient
+    ) async {
+        do {
+            let tokens = try await apple.exchange(code: code, for: token, redirectURI: redirectURI)
+            guard let refreshToken = tokens.refreshToken else { return }
+            try await store.saveAppleToken(
+                AppleTokenRecord(
+                    userID: userID,
+                    clientID: token.aud,
+                    encryptedRefreshToken: try sealer.seal(Array(refreshToken.utf8)),
+                    storedAt: clock.now,
+                    lastValidatedAt: clock.now
+                )
+            )
+        } catch {
+            logger.warning(
+                "authorization code exchange failed; signed in on the identity token alone",
+                metadata: ["error": "\(error)"]
+            )
+        }
+    }
+
+    /// A new session: its first refresh token in the store and an access token.
+    func startSession(for userID: UserID) async throws -> (accessToken: String, expiresIn: Int, refreshToken: String) {
+        let refreshToken = RefreshTokens.generate()
+        let now = clock.now
+        let sessionID = SessionID()
+        try await store.createSession(
+            firstToken: RefreshTokenRecord(
+                hash: RefreshTokens.hash(refreshToken),
+                sessionID: sessionID,
+                userID: userID,
+                issuedAt: now,
+                expiresAt: now.addingTimeInterval(configuration.refreshTokenLifetime)
+            ),
+            now: now
+        )
+        let access = try issuer.issue(userID: userID, sessionID: sessionID)
+        return (access.token, access.expiresIn, refreshToken)
+    }
+
+    /// The token's nonce must be an unconsumed server nonce, raw or as SHA-256 hex; it is consumed.
+    private func consumeServerNonce(of token: IdentityToken) async throws {
+        guard let nonce = token.nonce else {
+            throw AppleSignInError(.nonceMissing, "a server-issued nonce is required")
+        }
+        var candidates = [Array(SHA256.hash(data: Array(nonce.utf8)))]
+        if let hashed = Self.hexBytes(nonce), hashed.count == 32 { candidates.append(hashed) }
+        for candidate in candidates where try await store.consumeServerNonce(hash: candidate, now: clock.now) {
+            return
+        }
+        throw AppleSignInError(.nonceMismatch, "the token's nonce is not an unused server nonce")
+    }
+
+    /// Issues a server nonce: the app passes it to Apple (raw or SHA-256) and the sign-in consumes it.
+    func issueServerNonce() async throws -> (nonce: String, expiresIn: Int) {
+        let nonce = WebAuthorization.randomToken(byteCount: 32)
+        try await store.saveServerNonce(
+            hash: Array(SHA256.hash(data: Array(nonce.utf8))),
+            expiresAt: clock.now.addingTimeInterval(configuration.serverNonceLifetime)
+        )
+        return (nonce, Int(configuration.serverNonceLifetime))
+    }
+
+    private static func hexBytes(_ text: String) -> [UInt8]? {
+        let characters = Array(text.lowercased().utf8)
+        guard characters.count % 2 == 0 else { return nil }
+        var bytes: [UInt8] = []
+        var index = 0
+        while index < characters.count {
+            guard let high = hexValue(characters[index]), let low = hexValue(characters[index + 1]) else { return nil }
+            bytes.append(high << 4 | low)
+            index += 2
+        }
+        return bytes
+    }
+
+    private static func hexValue(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): return byte - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): return byte - UInt8(ascii: "a") + 10
+        default: return nil
+        }
+    }
+
+    /// A refused identity token: 401 naming the failed check; Apple unreachable: 503.
+    static func httpError(_ error: AppleSignInError) -> AuthServerError {
+        switch error.code.category {
+        case .appleUnavailable:
+            return AuthServerError(.serviceUnavailable, "apple_unavailable", error.reason)
+        case .configuration:
+            return AuthServerError(
+                .internalServerError,
+                "server_misconfigured",
+                "the server's Sign in with Apple settings are wrong"
+            )
+        default:
+            return AuthServerError.unauthorized("identity_token_\(snakeCase(error.code.description))", error.reason)
+        }
+    }
+
+    static func snakeCase(_ camel: String) -> String {
+        var out = ""
+        for character in camel {
+            if character.isUppercase {
+                out += "_" + character.lowercased()
+            } else {
+                out.append(character)
+            }
+        }
+        return out
+    }
+}

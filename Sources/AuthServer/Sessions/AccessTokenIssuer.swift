@@ -1,0 +1,183 @@
+public import AccountStore
+public import AppleSignIn
+public import Crypto
+import HTTPTypes
+import Synchronization
+
+#if canImport(FoundationEssentials)
+public import FoundationEssentials
+#else
+public import Foundation
+#endif
+
+/// Signs and verifies siwa's access tokens: ES256 JWTs with `kid`, `iss`, `aud`, `sub`, `sid`, `iat`, `exp`, `jti`.
+///
+/// Keys live in the store (sealed with the data key), so every instance signs with the same current key and verifies
+/// every key still in use; they are reloaded with the revocation list. Verification reads no database: a bounded
+/// cache of verified tokens makes a repeated token a dictionary lookup instead of an ECDSA check.
+public final class AccessTokenIssuer: Sendable {
+    private struct Keys {
+        var currentKid: String
+        var signing: P256.Signing.PrivateKey
+        var verifying: [String: P256.Signing.PublicKey]
+        /// kid → retiredAt, to publish keys only while their tokens may live.
+        var retiredAt: [String: Date]
+    }
+
+    private let configuration: AuthServerConfiguration
+    private let store: any AccountStore
+    private let sealer: DataSealer
+    private let clock: any WallClock
+    private let keys: Mutex<Keys>
+    private let cache = Mutex<[String: AccessTokenClaims]>([:])
+    private static let cacheLimit = 50_000
+
+    /// Loads the signing keys from the store, creating the first one if there is none.
+    public init(
+        configuration: AuthServerConfiguration,
+        store: any AccountStore,
+        sealer: DataSealer,
+        clock: any WallClock
+    ) async throws {
+        self.configuration = configuration
+        self.store = store
+        self.sealer = sealer
+        self.clock = clock
+        var loaded = try await Self.load(store: store, sealer: sealer)
+        if loaded == nil {
+            do {
+                try await Self.addKey(store: store, sealer: sealer, now: clock.now)
+            } catch let error as StoreError where error.code == .duplicate {
+                // Another instance created one at the same moment.
+            }
+            loaded = try await Self.load(store: store, sealer: sealer)
+        }
+        guard let loaded else { throw AuthServerError(.internalServerError, "internal_error", "no signing key") }
+        self.keys = Mutex(loaded)
+    }
+
+    /// Adds a new current key; the old one keeps verifying (`siwa keys rotate`).
+    public func rotate() async throws {
+        try await Self.addKey(store: store, sealer: sealer, now: clock.now)
+        try await reload()
+    }
+
+    /// Re-reads the keys from the store (another instance may have rotated).
+    public func reload() async throws {
+        if let loaded = try await Self.load(store: store, sealer: sealer) {
+            keys.withLock { $0 = loaded }
+        }
+    }
+
+    private static func addKey(store: any AccountStore, sealer: DataSealer, now: Date) async throws {
+        let key = P256.Signing.PrivateKey()
+        let kid = WebAuthorization.randomToken(byteCount: 12)
+        try await store.addSigningKey(
+            SigningKeyRecord(kid: kid, sealedPrivateKey: try sealer.seal(Array(key.rawRepresentation)), createdAt: now)
+        )
+    }
+
+    private static func load(store: any AccountStore, sealer: DataSealer) async throws -> Keys? {
+        let records = try await store.signingKeys()
+        guard let current = records.last(where: { $0.retiredAt == nil }) ?? records.last else { return nil }
+        var verifying: [String: P256.Signing.PublicKey] = [:]
+        var retiredAt: [String: Date] = [:]
+        var signing: P256.Signing.PrivateKey?
+        for record in records {
+            let privateKey = try P256.Signing.PrivateKey(rawRepresentation: try sealer.open(record.sealedPrivateKey))
+            verifying[record.kid] = privateKey.publicKey
+            retiredAt[record.kid] = record.retiredAt
+            if record.kid == current.kid { signing = privateKey }
+        }
+        guard let signing else { return nil }
+        return Keys(currentKid: current.kid, signing: signing, verifying: verifying, retiredAt: retiredAt)
+    }
+
+    /// Signs an access token for `userID` in `sessionID`.
+    public func issue(userID: UserID, sessionID: SessionID) throws -> (token: String, expiresIn: Int) {
+        let now = Int64(clock.now.timeIntervalSince1970)
+        let lifetime = Int64(configuration.accessTokenLifetime)
+        let (kid, key) = keys.withLock { ($0.currentKid, $0.signing) }
+        let header = JSONWriter.object(["alg": .string("ES256"), "kid": .string(kid), "typ": .string("JWT")])
+        let claims = JSONWriter.object([
+            "iss": .string(configuration.publicURL),
+            "aud": .string(configuration.accessTokenAudience),
+            "sub": .string(userID.description),
+            "sid": .string(sessionID.description),
+            "iat": .integer(now),
+            "exp": .integer(now + lifetime),
+            "jti": .string(WebAuthorization.randomToken(byteCount: 16)),
+        ])
+        let signingInput = Base64URL.encode(header) + "." + Base64URL.encode(claims)
+        let signature = try key.signature(for: Array(signingInput.utf8))
+        return (signingInput + "." + Base64URL.encode(signature.rawRepresentation), Int(lifetime))
+    }
+
+    /// Verifies an access token: ES256 by a known key, `iss`, `aud`, `exp`; nil when any check fails.
+    public func verify(_ token: String) -> AccessTokenClaims? {
+        let now = clock.now
+        if let cached = cache.withLock({ $0[token] }) {
+            return cached.expiresAt > now ? cached : nil
+        }
+        guard let claims = verifyUncached(token, now: now) else { return nil }
+        cache.withLock { cache in
+            if cache.count >= Self.cacheLimit {
+                cache = cache.filter { $0.value.expiresAt > now }
+                if cache.count >= Self.cacheLimit { cache.removeAll(keepingCapacity: true) }
+            }
+            cache[token] = claims
+        }
+        return claims
+    }
+
+    private func verifyUncached(_ token: String, now: Date) -> AccessTokenClaims? {
+        guard token.utf8.count <= 4096 else { return nil }
+        let parts = token.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 3,
+            let headerBytes = Base64URL.decode(Array(parts[0].utf8)),
+            let header = try? JSONReader.parseObject(headerBytes),
+            header["alg"]?.stringValue == "ES256",
+            let kid = header["kid"]?.stringValue,
+            let key = keys.withLock({ $0.verifying[kid] }),
+            let signatureBytes = Base64URL.decode(Array(parts[2].utf8)),
+            let signature = try? P256.Signing.ECDSASignature(rawRepresentation: signatureBytes),
+            key.isValidSignature(signature, for: Array(token.utf8[..<parts[1].endIndex]))
+        else { return nil }
+        guard let payload = Base64URL.decode(Array(parts[1].utf8)),
+            let claims = try? JSONReader.parseObject(payload),
+            claims["iss"]?.stringValue == configuration.publicURL,
+            claims["aud"]?.stringValue == configuration.accessTokenAudience,
+            let exp = claims["exp"]?.doubleValue, exp > now.timeIntervalSince1970,
+            let iat = claims["iat"]?.doubleValue,
+            let userID = claims["sub"]?.stringValue.flatMap(UserID.init),
+            let sessionID = claims["sid"]?.stringValue.flatMap(SessionID.init),
+            let jti = claims["jti"]?.stringValue
+        else { return nil }
+        return AccessTokenClaims(
+            userID: userID,
+            sessionID: sessionID,
+            tokenID: jti,
+            issuedAt: Date(timeIntervalSince1970: iat),
+            expiresAt: Date(timeIntervalSince1970: exp)
+        )
+    }
+
+    /// The public keys at `/.well-known/jwks.json`: every key whose tokens may still be valid.
+    public func jwks() -> [UInt8] {
+        let now = clock.now
+        let entries = keys.withLock { keys -> [String] in
+            keys.verifying.compactMap { kid, key in
+                if let retired = keys.retiredAt[kid],
+                    now.timeIntervalSince(retired) > configuration.accessTokenLifetime + 60
+                {
+                    return nil
+                }
+                let raw = Array(key.x963Representation)  // 0x04 || x || y
+                let x = Base64URL.encode(raw[1..<33])
+                let y = Base64URL.encode(raw[33..<65])
+                return #"{"kty":"EC","crv":"P-256","alg":"ES256","use":"sig","kid":"\#(kid)","x":"\#(x)","y":"\#(y)"}"#
+            }.sorted()
+        }
+        return Array(#"{"keys":[\#(entries.joined(separator: ","))]}"#.utf8)
+    }
+}

@@ -1,0 +1,45 @@
+public import AccountStore
+import Synchronization
+
+#if canImport(FoundationEssentials)
+public import FoundationEssentials
+#else
+public import Foundation
+#endif
+
+/// Sessions revoked recently, held in memory so that checking an access token needs no database read. Revocations
+/// made here count at once; those made by other instances arrive with the next refresh from the store (every few
+/// seconds). Entries are dropped once every access token of their session has expired.
+public final class RevocationList: Sendable {
+    private struct State {
+        var revoked: [SessionID: Date] = [:]
+        var lastRefresh: Date?
+    }
+
+    private let state = Mutex(State())
+    private let retention: TimeInterval
+
+    /// - Parameter retention: how long a revocation is kept (the access-token lifetime plus a margin).
+    public init(retention: TimeInterval) {
+        self.retention = retention
+    }
+
+    public func contains(_ sessionID: SessionID) -> Bool {
+        state.withLock { $0.revoked[sessionID] != nil }
+    }
+
+    public func add(_ sessionID: SessionID, at date: Date) {
+        state.withLock { $0.revoked[sessionID] = date }
+    }
+
+    /// Pulls revocations from the store since the last refresh (with a little overlap for clock skew).
+    public func refresh(from store: any AccountStore, now: Date) async throws {
+        let since = state.withLock { $0.lastRefresh?.addingTimeInterval(-30) ?? now.addingTimeInterval(-retention) }
+        let revocations = try await store.revokedSessions(since: since)
+        state.withLock { state in
+            for revocation in revocations { state.revoked[revocation.sessionID] = revocation.revokedAt }
+            state.revoked = state.revoked.filter { now.timeIntervalSince($0.value) < retention }
+            state.lastRefresh = now
+        }
+    }
+}

@@ -1,0 +1,192 @@
+import AccountStore
+import AppleIDEmulator
+import AppleSignIn
+import AppleSignInAsyncHTTPClient
+import AuthServer
+import Crypto
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import NIOCore
+import SiwaTesting
+import Testing
+
+/// siwa's server on a loopback port, with the Apple ID emulator as Apple: every call crosses real HTTP.
+struct ServerHarness: Sendable {
+    static let teamID = "TEAMSRV001"
+    static let keyID = "KEYSRV0001"
+    static let bundleID = "com.example.app"
+    static let servicesID = "com.example.web"
+    static let otherTeamBundleID = "org.other.app"
+
+    let emulatorURL: String
+    let server: any TestClientProtocol
+    let store: any AccountStore
+    let clock: ManualWallClock
+    /// The key that seals Apple refresh tokens at rest.
+    let dataKey: SymmetricKey
+
+    /// Runs `body` with an emulator and a server built by `buildApplication`.
+    static func run(
+        store: any AccountStore = InMemoryAccountStore(),
+        configuration: AuthServerConfiguration = AuthServerConfiguration(
+            authRateLimit: nil,
+            storeRefreshInterval: .milliseconds(200)
+        ),
+        _ body: @escaping @Sendable (ServerHarness) async throws -> Void
+    ) async throws {
+        let teamKey = P256.Signing.PrivateKey()
+        let clock = ManualWallClock(Date())
+        let emulatorConfiguration = EmulatorConfiguration(teams: [
+            .init(
+                teamID: teamID,
+                keyID: keyID,
+                publicKeyPEM: teamKey.publicKey.pemRepresentation,
+                clients: [
+                    .init(clientID: bundleID), .init(clientID: servicesID, redirectURIs: ["https://example.com/cb"]),
+                ]
+            ),
+            .init(
+                teamID: "TEAMOTHER1",
+                keyID: "KEYOTHER01",
+                publicKeyPEM: P256.Signing.PrivateKey().publicKey.pemRepresentation,
+                clients: [.init(clientID: otherTeamBundleID)]
+            ),
+        ])
+        let emulator = try await AppleIDEmulator(
+            configuration: emulatorConfiguration,
+            delivery: nil,
+            now: { clock.now }
+        )
+        try await Application(router: emulator.router()).test(.live) { emulatorClient in
+            let emulatorURL = "http://127.0.0.1:\(try #require(emulatorClient.port))"
+            let apple = try AppleSignInConfiguration(
+                bundleIDs: [ClientID(bundleID)],
+                servicesID: ClientID(servicesID),
+                credentials: ClientSecretCredentials(
+                    teamID: try TeamID(teamID),
+                    keyID: try KeyID(keyID),
+                    key: AppleDeveloperKey(privateKey: teamKey)
+                ),
+                appleBaseURL: try AppleBaseURL(emulatorURL)
+            )
+            let dataKey = SymmetricKey(size: .bits256)
+            let app = try await buildApplication(
+                configuration: configuration,
+                apple: apple,
+                store: store,
+                transport: AsyncHTTPClientTransport(),
+                dataKey: dataKey,
+                clock: clock,
+                port: 0
+            )
+            try await app.test(.live) { server in
+                try await body(
+                    ServerHarness(
+                        emulatorURL: emulatorURL,
+                        server: server,
+                        store: store,
+                        clock: clock,
+                        dataKey: dataKey
+                    )
+                )
+            }
+        }
+    }
+
+    // MARK: The emulator's device
+
+    /// A native sign-in on a device: what the app receives from Apple.
+    func appleCredential(
+        _ email: String,
+        clientID: String = bundleID,
+        givenName: String? = nil,
+        hideEmail: Bool = false,
+        nonce: String? = nil,
+        expiresIn: Int? = nil
+    ) async throws -> [String: Any] {
+        var request: [String: Any] = ["clientId": clientID, "email": email, "hideEmail": hideEmail]
+        if let givenName {
+            request["givenName"] = givenName
+            request["familyName"] = "Appleseed"
+        }
+        if let nonce { request["nonce"] = nonce }
+        if let expiresIn { request["expiresIn"] = expiresIn }
+        return try await emulator("/emulator/native-sign-in", request)
+    }
+
+    /// Calls the emulator's control API.
+    @discardableResult
+    func emulator(_ path: String, _ body: [String: Any]) async throws -> [String: Any] {
+        let transport = AsyncHTTPClientTransport()
+        let base = try AppleBaseURL(emulatorURL)
+        var request = HTTPRequest(method: .post, scheme: base.scheme, authority: base.authority, path: path)
+        request.headerFields[.contentType] = "application/json"
+        let answer = try await transport.send(
+            request,
+            body: Array(try JSONSerialization.data(withJSONObject: body)),
+            timeout: .seconds(10)
+        )
+        return (try? JSONSerialization.jsonObject(with: Data(answer.body))) as? [String: Any] ?? [:]
+    }
+
+    /// The emulator's call log.
+    func emulatorLog() async throws -> [[String: Any]] {
+        let base = try AppleBaseURL(emulatorURL)
+        let answer = try await AsyncHTTPClientTransport().send(
+            HTTPRequest(method: .get, scheme: base.scheme, authority: base.authority, path: "/emulator/log"),
+            body: nil,
+            timeout: .seconds(10)
+        )
+        return (try JSONSerialization.jsonObject(with: Data(answer.body))) as? [[String: Any]] ?? []
+    }
+
+    // MARK: The server
+
+    /// Calls the server with a JSON body and returns the status and the decoded JSON object.
+    @discardableResult
+    func call(
+        _ method: HTTPRequest.Method,
+        _ path: String,
+        json: [String: Any]? = nil,
+        rawBody: String? = nil,
+        bearer: String? = nil
+    ) async throws -> (status: HTTPResponse.Status, json: [String: Any], headers: HTTPFields) {
+        var headers: HTTPFields = [.contentType: "application/json"]
+        if let bearer { headers[.authorization] = "Bearer \(bearer)" }
+        let body =
+            try rawBody.map { ByteBuffer(string: $0) }
+            ?? json.map { ByteBuffer(bytes: try JSONSerialization.data(withJSONObject: $0)) }
+        let response = try await server.execute(uri: path, method: method, headers: headers, body: body)
+        let object =
+            (try? JSONSerialization.jsonObject(with: Data(response.body.readableBytesView))) as? [String: Any] ?? [:]
+        return (response.status, object, response.headers)
+    }
+
+    /// Signs in natively with a fresh Apple credential and returns the server's answer.
+    func signIn(
+        _ email: String,
+        givenName: String? = nil,
+        sendName: Bool = true,
+        hideEmail: Bool = false
+    ) async throws -> (status: HTTPResponse.Status, json: [String: Any]) {
+        let credential = try await appleCredential(email, givenName: givenName, hideEmail: hideEmail)
+        var request: [String: Any] = [
+            "identityToken": credential["identityToken"] as? String ?? "",
+            "authorizationCode": credential["authorizationCode"] as? String ?? "",
+        ]
+        if sendName, let fullName = credential["fullName"] as? [String: Any] {
+            request["givenName"] = fullName["givenName"]
+            request["familyName"] = fullName["familyName"]
+        }
+        let answer = try await call(.post, "/auth/apple/native", json: request)
+        return (answer.status, answer.json)
+    }
+}
+
+extension Dictionary where Key == String, Value == Any {
+    /// `self["user"]` as an object.
+    var user: [String: Any] { self["user"] as? [String: Any] ?? [:] }
+    func string(_ key: String) -> String? { self[key] as? String }
+}
