@@ -98,9 +98,11 @@ let package = Package(
         .target(
             name: "SiwaCLI",
             dependencies: [
+                "AccountStore",
                 "AppleSignIn",
                 "AppleSignInAsyncHTTPClient",
                 "AppleIDEmulator",
+                "AuthServer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -108,6 +110,7 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -189,6 +192,7 @@ let package = Package(
                 "AppleSignIn",
                 "SiwaTesting",
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "CryptoExtras", package: "swift-crypto"),
             ],
             swiftSettings: swiftSettings
         ),

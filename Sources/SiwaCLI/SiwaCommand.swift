@@ -10,7 +10,7 @@ public struct SiwaCommand: AsyncParsableCommand {
             with their issues.
             """,
         version: "0.1.0",
-        subcommands: [EmulatorCommand.self, ClientSecretCommand.self, VerifyCommand.self]
+        subcommands: [EmulatorCommand.self, ClientSecretCommand.self, VerifyCommand.self, DoctorCommand.self]
     )
 
     public init() {}

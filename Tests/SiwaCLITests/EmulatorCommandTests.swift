@@ -9,7 +9,9 @@ import FoundationNetworking
 @Suite("siwa emulator")
 struct EmulatorCommandTests {
     @Test func demoEmulatorServesAndStopsCleanly() async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("siwa-emu-cli-\(UUID().uuidString)")
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "siwa-emu-cli-\(UUID().uuidString)"
+        )
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let port = Int.random(in: 20_000...40_000)
         let process = Process()
@@ -25,7 +27,9 @@ struct EmulatorCommandTests {
         // Wait for the server, then ask it for its keys.
         var keys: Data?
         for _ in 0..<100 {
-            if let (data, response) = try? await URLSession.shared.data(from: URL(string: "http://127.0.0.1:\(port)/auth/keys")!),
+            if let (data, response) = try? await URLSession.shared.data(
+                from: URL(string: "http://127.0.0.1:\(port)/auth/keys")!
+            ),
                 (response as? HTTPURLResponse)?.statusCode == 200
             {
                 keys = data

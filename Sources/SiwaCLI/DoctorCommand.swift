@@ -1,0 +1,263 @@
+import AppleSignIn
+import ArgumentParser
+import Foundation
+
+/// `siwa doctor`: checks a configuration without calling Apple, and says what to change.
+struct DoctorCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "doctor",
+        abstract: "Check siwa's settings without calling Apple: each finding says what to change.",
+        discussion: """
+            Reads the SIWA_* environment, with --config FILE (KEY=VALUE lines, as in a .env file) on top.
+
+            Example:
+              siwa doctor --config production.env
+            """
+    )
+
+    @Option(help: "A file of SIWA_*=value lines, read on top of the environment.")
+    var config: String?
+
+    @Flag(help: "Print JSON: {\"ok\", \"findings\": [{\"setting\", \"ok\", \"message\"}]}.")
+    var json = false
+
+    /// One check's result.
+    struct Finding: Encodable {
+        var setting: String
+        var ok: Bool
+        var message: String
+    }
+
+    func run() async throws {
+        var environment = ProcessInfo.processInfo.environment
+        if let config {
+            guard let text = try? String(contentsOfFile: config, encoding: .utf8) else {
+                Terminal.report(.invalidConfiguration("--config", "cannot read \(config)"), json: json)
+                throw ExitCode(2)
+            }
+            for (key, value) in Self.parseEnvFile(text) { environment[key] = value }
+        }
+        let findings = Self.check(environment)
+        if json {
+            struct Report: Encodable {
+                var ok: Bool
+                var findings: [Finding]
+            }
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+            print(
+                String(
+                    decoding: try encoder.encode(Report(ok: findings.allSatisfy(\.ok), findings: findings)),
+                    as: UTF8.self
+                )
+            )
+        } else {
+            let terminal = Terminal()
+            for finding in findings {
+                let mark = finding.ok ? terminal.green("✓") : terminal.red("✗")
+                print("\(mark) \(finding.setting): \(finding.message)")
+            }
+            let problems = findings.filter { !$0.ok }.count
+            print(
+                problems == 0
+                    ? terminal.green("configuration looks right") : terminal.red("\(problems) problem(s) to fix")
+            )
+        }
+        if findings.contains(where: { !$0.ok }) { throw ExitCode(1) }
+    }
+
+    /// `KEY=VALUE` lines; `#` comments, blank lines and `export ` prefixes allowed; quotes around values removed.
+    static func parseEnvFile(_ text: String) -> [String: String] {
+        var values: [String: String] = [:]
+        for rawLine in text.split(whereSeparator: \.isNewline) {
+            var line = rawLine.trimmingCharacters(in: .whitespaces)
+            if line.isEmpty || line.hasPrefix("#") { continue }
+            if line.hasPrefix("export ") { line.removeFirst("export ".count) }
+            guard let equals = line.firstIndex(of: "=") else { continue }
+            let key = line[..<equals].trimmingCharacters(in: .whitespaces)
+            var value = line[line.index(after: equals)...].trimmingCharacters(in: .whitespaces)
+            if value.count >= 2, let first = value.first, first == "\"" || first == "'", value.last == first {
+                value = String(value.dropFirst().dropLast())
+            }
+            values[key] = value
+        }
+        return values
+    }
+
+    /// Every check, independently, so that one run lists every problem.
+    static func check(_ environment: [String: String]) -> [Finding] {
+        func value(_ name: String) -> String? {
+            environment[name].map { $0.trimmingCharacters(in: .whitespaces) }.flatMap { $0.isEmpty ? nil : $0 }
+        }
+        var findings: [Finding] = []
+        func record(_ setting: String, _ body: () throws(AppleSignInError) -> String) {
+            do {
+                findings.append(Finding(setting: setting, ok: true, message: try body()))
+            } catch {
+                findings.append(Finding(setting: setting, ok: false, message: error.reason))
+            }
+        }
+
+        // Team, key id and key.
+        if let teamID = value("SIWA_TEAM_ID") {
+            record("SIWA_TEAM_ID") { () throws(AppleSignInError) in "\(try TeamID(teamID)) has Apple's shape" }
+        } else {
+            findings.append(
+                .init(
+                    setting: "SIWA_TEAM_ID",
+                    ok: false,
+                    message:
+                        "missing: your 10-character Team ID (Membership details at developer.apple.com/account); without it siwa cannot exchange codes or revoke tokens"
+                )
+            )
+        }
+        if let keyID = value("SIWA_KEY_ID") {
+            record("SIWA_KEY_ID") { () throws(AppleSignInError) in "\(try KeyID(keyID)) has Apple's shape" }
+        } else {
+            findings.append(
+                .init(
+                    setting: "SIWA_KEY_ID",
+                    ok: false,
+                    message: "missing: the 10-character id of your Sign in with Apple key (AuthKey_<KeyID>.p8)"
+                )
+            )
+        }
+        let keySource: (String, AppleDeveloperKey.Source)? =
+            value("SIWA_PRIVATE_KEY_FILE").map { ("SIWA_PRIVATE_KEY_FILE", .file($0)) }
+            ?? value("SIWA_PRIVATE_KEY").map { ("SIWA_PRIVATE_KEY", .pem($0)) }
+            ?? value("SIWA_PRIVATE_KEY_BASE64").map { ("SIWA_PRIVATE_KEY_BASE64", .base64($0)) }
+        if let (setting, source) = keySource {
+            record(setting) { () throws(AppleSignInError) in
+                _ = try AppleDeveloperKey(source, setting: setting)
+                return "parses as a P-256 PKCS#8 key"
+            }
+            if let keyID = value("SIWA_KEY_ID"), let file = value("SIWA_PRIVATE_KEY_FILE"),
+                file.contains("AuthKey_"), !file.contains("AuthKey_\(keyID)")
+            {
+                findings.append(
+                    .init(
+                        setting: "SIWA_KEY_ID",
+                        ok: false,
+                        message:
+                            "the key file is named \(URL(fileURLWithPath: file).lastPathComponent) but SIWA_KEY_ID is \(keyID): Apple names the file after its key id, so one of them is wrong"
+                    )
+                )
+            }
+        } else {
+            findings.append(
+                .init(
+                    setting: "SIWA_PRIVATE_KEY_FILE",
+                    ok: false,
+                    message:
+                        "missing: set it to your AuthKey_<KeyID>.p8 (or SIWA_PRIVATE_KEY / SIWA_PRIVATE_KEY_BASE64)"
+                )
+            )
+        }
+
+        // Client ids.
+        let bundleIDs = (value("SIWA_BUNDLE_IDS") ?? "").split(separator: ",").map {
+            $0.trimmingCharacters(in: .whitespaces)
+        }
+        .filter { !$0.isEmpty }
+        let servicesID = value("SIWA_SERVICES_ID")
+        if bundleIDs.isEmpty && servicesID == nil {
+            findings.append(
+                .init(
+                    setting: "SIWA_BUNDLE_IDS",
+                    ok: false,
+                    message:
+                        "no client id: set your app's bundle id (SIWA_BUNDLE_IDS) and/or your Services ID (SIWA_SERVICES_ID)"
+                )
+            )
+        }
+        for (index, id) in bundleIDs.enumerated() {
+            record("SIWA_BUNDLE_IDS") { () throws(AppleSignInError) in
+                "\(try ClientID(validating: id, setting: "SIWA_BUNDLE_IDS[\(index)]")) is well formed"
+            }
+        }
+        if Set(bundleIDs).count != bundleIDs.count {
+            findings.append(.init(setting: "SIWA_BUNDLE_IDS", ok: false, message: "a bundle id is listed twice"))
+        }
+        if let servicesID {
+            record("SIWA_SERVICES_ID") { () throws(AppleSignInError) in
+                "\(try ClientID(validating: servicesID, setting: "SIWA_SERVICES_ID")) is well formed"
+            }
+            if bundleIDs.contains(servicesID) {
+                findings.append(
+                    .init(
+                        setting: "SIWA_SERVICES_ID",
+                        ok: false,
+                        message:
+                            "the Services ID equals a bundle id: web sign-in needs its own Services ID (Identifiers > Services IDs), and codes of one cannot be exchanged as the other"
+                    )
+                )
+            }
+        }
+
+        // Public URL and the web callback Apple must accept.
+        let publicURL = value("SIWA_PUBLIC_URL") ?? "http://localhost:8080"
+        if let url = URL(string: publicURL), let host = url.host, let scheme = url.scheme {
+            let isIP =
+                host.split(separator: ".").count == 4 && host.split(separator: ".").allSatisfy { UInt8($0) != nil }
+                || host.contains(":")
+            let callback = "\(publicURL.hasSuffix("/") ? String(publicURL.dropLast()) : publicURL)/auth/apple/callback"
+            if servicesID != nil && (scheme != "https" || host == "localhost" || isIP) {
+                findings.append(
+                    .init(
+                        setting: "SIWA_PUBLIC_URL",
+                        ok: false,
+                        message:
+                            "the web callback would be \(callback): Apple accepts only https redirect URIs on a domain name (not localhost or an IP address); use your public https domain (for local work, the emulator accepts it)"
+                    )
+                )
+            } else {
+                findings.append(
+                    .init(
+                        setting: "SIWA_PUBLIC_URL",
+                        ok: true,
+                        message: servicesID == nil
+                            ? "\(publicURL) (no Services ID: no web callback to check)"
+                            : "register \(callback) as a Return URL of \(servicesID!)"
+                    )
+                )
+            }
+        } else {
+            findings.append(
+                .init(
+                    setting: "SIWA_PUBLIC_URL",
+                    ok: false,
+                    message: "expected an absolute URL such as https://auth.example.com"
+                )
+            )
+        }
+
+        // Apple's base URL and the database.
+        if let base = value("SIWA_APPLE_BASE_URL") {
+            record("SIWA_APPLE_BASE_URL") { () throws(AppleSignInError) in
+                let url = try AppleBaseURL(base, setting: "SIWA_APPLE_BASE_URL")
+                return url.scheme == "http" ? "\(url) (a local emulator, not Apple)" : "\(url)"
+            }
+        }
+        if let databaseURL = value("SIWA_DATABASE_URL") {
+            let ok = databaseURL.hasPrefix("postgres://") || databaseURL.hasPrefix("postgresql://")
+            findings.append(
+                .init(
+                    setting: "SIWA_DATABASE_URL",
+                    ok: ok,
+                    message: ok ? "PostgreSQL" : "expected postgres://user:password@host:port/database"
+                )
+            )
+        }
+        if let dataKey = value("SIWA_DATA_KEY") {
+            let ok = Data(base64Encoded: dataKey)?.count == 32
+            findings.append(
+                .init(
+                    setting: "SIWA_DATA_KEY",
+                    ok: ok,
+                    message: ok ? "a 256-bit key" : "expected base64 of 32 random bytes (openssl rand -base64 32)"
+                )
+            )
+        }
+        return findings
+    }
+}

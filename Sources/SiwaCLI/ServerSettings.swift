@@ -1,0 +1,179 @@
+import AppleSignIn
+import AuthServer
+import Crypto
+import Foundation
+
+/// Everything `siwa serve` reads from the environment (`SIWA_*`), validated at start: a bad value stops start-up
+/// with a message naming the variable.
+struct ServerSettings {
+    var host = "127.0.0.1"
+    var port = 8080
+    var server = AuthServerConfiguration()
+    var apple: AppleSignInConfiguration
+    /// `postgres://…` when set; otherwise SQLite at ``databasePath``.
+    var databaseURL: String?
+    var databasePath = "siwa.sqlite"
+    var dataKey: SymmetricKey
+
+    /// A setting that could not be used.
+    struct Problem: Error, CustomStringConvertible {
+        let variable: String
+        let fix: String
+        var description: String { "\(variable): \(fix)" }
+    }
+
+    /// Reads the settings from `environment`.
+    static func load(from environment: [String: String]) throws -> ServerSettings {
+        func value(_ name: String) -> String? {
+            environment[name].map { $0.trimmingCharacters(in: .whitespaces) }.flatMap { $0.isEmpty ? nil : $0 }
+        }
+        func number(_ name: String, _ range: ClosedRange<Double>) throws -> Double? {
+            guard let text = value(name) else { return nil }
+            guard let number = Double(text), range.contains(number) else {
+                throw Problem(
+                    variable: name,
+                    fix: "expected a number from \(range.lowerBound) to \(range.upperBound), got '\(text)'"
+                )
+            }
+            return number
+        }
+        func flag(_ name: String) throws -> Bool? {
+            guard let text = value(name)?.lowercased() else { return nil }
+            switch text {
+            case "1", "true", "yes", "on": return true
+            case "0", "false", "no", "off": return false
+            default: throw Problem(variable: name, fix: "expected true or false, got '\(text)'")
+            }
+        }
+
+        var server = AuthServerConfiguration()
+        if let publicURL = value("SIWA_PUBLIC_URL") {
+            guard let url = URL(string: publicURL), url.scheme == "https" || url.scheme == "http", url.host != nil
+            else {
+                throw Problem(
+                    variable: "SIWA_PUBLIC_URL",
+                    fix: "expected the server's public URL such as https://auth.example.com"
+                )
+            }
+            server.publicURL = publicURL.hasSuffix("/") ? String(publicURL.dropLast()) : publicURL
+        }
+        if let seconds = try number("SIWA_ACCESS_TOKEN_LIFETIME", 60...86_400) { server.accessTokenLifetime = seconds }
+        if let seconds = try number("SIWA_REFRESH_TOKEN_LIFETIME", 3600...(365 * 86_400)) {
+            server.refreshTokenLifetime = seconds
+        }
+        if let required = try flag("SIWA_REQUIRE_SERVER_NONCE") { server.requireServerNonce = required }
+        if let rate = try number("SIWA_RATE_LIMIT", 0...1_000_000) {
+            let burst = try number("SIWA_RATE_BURST", 1...1_000_000) ?? max(1, rate * 2)
+            server.authRateLimit = rate == 0 ? nil : .init(requestsPerSecond: rate, burst: burst)
+        }
+
+        let bundleIDs = (value("SIWA_BUNDLE_IDS") ?? "").split(separator: ",").map {
+            ClientID(String($0).trimmingCharacters(in: .whitespaces))
+        }
+        let servicesID = value("SIWA_SERVICES_ID").map { ClientID($0) }
+        var credentials: ClientSecretCredentials?
+        if let teamID = value("SIWA_TEAM_ID") {
+            guard let keyID = value("SIWA_KEY_ID") else {
+                throw Problem(
+                    variable: "SIWA_KEY_ID",
+                    fix: "set it with SIWA_TEAM_ID: the 10-character id of your .p8 key"
+                )
+            }
+            let key: AppleDeveloperKey.Source
+            if let file = value("SIWA_PRIVATE_KEY_FILE") {
+                key = .file(file)
+            } else if let pem = value("SIWA_PRIVATE_KEY") {
+                key = .pem(pem)
+            } else if let base64 = value("SIWA_PRIVATE_KEY_BASE64") {
+                key = .base64(base64)
+            } else {
+                throw Problem(
+                    variable: "SIWA_PRIVATE_KEY_FILE",
+                    fix: "set SIWA_PRIVATE_KEY_FILE (or SIWA_PRIVATE_KEY, SIWA_PRIVATE_KEY_BASE64) to your AuthKey_*.p8"
+                )
+            }
+            do {
+                credentials = try ClientSecretCredentials(teamID: teamID, keyID: keyID, privateKey: key)
+            } catch {
+                throw Problem(variable: "SIWA_" + Self.environmentName(error.reason), fix: error.reason)
+            }
+        }
+        let apple: AppleSignInConfiguration
+        do {
+            apple = try AppleSignInConfiguration(
+                bundleIDs: bundleIDs,
+                servicesID: servicesID,
+                credentials: credentials,
+                appleBaseURL: try AppleBaseURL(value("SIWA_APPLE_BASE_URL") ?? "https://appleid.apple.com"),
+                clockLeeway: try number("SIWA_CLOCK_LEEWAY", 0...300) ?? 60
+            )
+        } catch let error as AppleSignInError {
+            throw Problem(variable: "SIWA_" + Self.environmentName(error.reason), fix: error.reason)
+        }
+
+        var settings = ServerSettings(server: server, apple: apple, dataKey: SymmetricKey(size: .bits256))
+        if let host = value("SIWA_HOST") { settings.host = host }
+        if let port = try number("SIWA_PORT", 0...65_535) { settings.port = Int(port) }
+        if let url = value("SIWA_DATABASE_URL") {
+            guard url.hasPrefix("postgres://") || url.hasPrefix("postgresql://") else {
+                throw Problem(
+                    variable: "SIWA_DATABASE_URL",
+                    fix: "expected postgres://user:password@host:port/database"
+                )
+            }
+            settings.databaseURL = url
+        }
+        if let path = value("SIWA_DATABASE_PATH") { settings.databasePath = path }
+        settings.dataKey = try loadDataKey(value("SIWA_DATA_KEY"), file: value("SIWA_DATA_KEY_FILE") ?? "siwa-data.key")
+        return settings
+    }
+
+    /// The data key from `SIWA_DATA_KEY` (base64 of 32 bytes), or from a file created on first start (0600).
+    static func loadDataKey(_ base64: String?, file: String) throws -> SymmetricKey {
+        if let base64 {
+            guard let data = Data(base64Encoded: base64), data.count == 32 else {
+                throw Problem(
+                    variable: "SIWA_DATA_KEY",
+                    fix: "expected base64 of 32 random bytes (openssl rand -base64 32)"
+                )
+            }
+            return SymmetricKey(data: data)
+        }
+        if let data = FileManager.default.contents(atPath: file) {
+            guard
+                let decoded = Data(
+                    base64Encoded: String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+                ),
+                decoded.count == 32
+            else {
+                throw Problem(variable: "SIWA_DATA_KEY_FILE", fix: "\(file) does not hold base64 of 32 bytes")
+            }
+            return SymmetricKey(data: decoded)
+        }
+        let key = SymmetricKey(size: .bits256)
+        let text = key.withUnsafeBytes { Data($0).base64EncodedString() } + "\n"
+        guard
+            FileManager.default.createFile(
+                atPath: file,
+                contents: Data(text.utf8),
+                attributes: [.posixPermissions: 0o600]
+            )
+        else {
+            throw Problem(variable: "SIWA_DATA_KEY_FILE", fix: "cannot create \(file); set SIWA_DATA_KEY instead")
+        }
+        return key
+    }
+
+    /// `teamID: …` → `TEAM_ID`, naming the environment variable from a setting in an error reason.
+    private static func environmentName(_ reason: String) -> String {
+        let setting = reason.split(separator: ":").first.map(String.init) ?? ""
+        switch setting {
+        case "teamID": return "TEAM_ID"
+        case "keyID": return "KEY_ID"
+        case "privateKey": return "PRIVATE_KEY_FILE"
+        case "servicesID": return "SERVICES_ID"
+        case "appleBaseURL": return "APPLE_BASE_URL"
+        default: return "BUNDLE_IDS"
+        }
+    }
+}

@@ -1,0 +1,98 @@
+import Crypto
+import CryptoExtras
+import Foundation
+import Testing
+
+/// `siwa doctor` as a subprocess on a good and a broken configuration.
+@Suite("siwa doctor")
+struct DoctorCommandTests {
+    let directory: URL
+
+    init() throws {
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("siwa-doctor-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+    }
+
+    private func write(_ name: String, _ text: String) throws -> String {
+        let path = directory.appendingPathComponent(name).path
+        try text.write(toFile: path, atomically: true, encoding: .utf8)
+        return path
+    }
+
+    private func findings(_ json: String) throws -> [(setting: String, ok: Bool, message: String)] {
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any])
+        let list = try #require(object["findings"] as? [[String: Any]])
+        return list.map { ($0["setting"] as! String, $0["ok"] as! Bool, $0["message"] as! String) }
+    }
+
+    @Test func goodConfigurationPasses() throws {
+        let key = try write("AuthKey_ABCDE12345.p8", P256.Signing.PrivateKey().pemRepresentation)
+        let config = try write(
+            "good.env",
+            """
+            # production settings
+            SIWA_TEAM_ID=TEAM123456
+            SIWA_KEY_ID=ABCDE12345
+            export SIWA_PRIVATE_KEY_FILE="\(key)"
+            SIWA_BUNDLE_IDS=com.example.app, com.example.app.watch
+            SIWA_SERVICES_ID=com.example.web
+            SIWA_PUBLIC_URL=https://auth.example.com
+            SIWA_DATABASE_URL=postgres://siwa:secret@db.internal:5432/siwa
+            SIWA_DATA_KEY=\(Data(repeating: 7, count: 32).base64EncodedString())
+            """
+        )
+        let result = try SiwaProcess.run(["doctor", "--config", config])
+        #expect(result.status == 0)
+        #expect(!result.stdout.contains("✗"))
+        #expect(
+            result.stdout.contains(
+                "register https://auth.example.com/auth/apple/callback as a Return URL of com.example.web"
+            )
+        )
+        #expect(result.stdout.contains("configuration looks right"))
+    }
+
+    @Test func brokenConfigurationNamesEveryProblem() throws {
+        let rsaKey = try write(
+            "AuthKey_ABCDE12345.p8",
+            try _RSA.Signing.PrivateKey(keySize: .bits2048).pkcs8PEMRepresentation
+        )
+        let config = try write(
+            "broken.env",
+            """
+            SIWA_TEAM_ID=TEAM12345
+            SIWA_KEY_ID=ZZZZZ99999
+            SIWA_PRIVATE_KEY_FILE=\(rsaKey)
+            SIWA_BUNDLE_IDS=com.example.app
+            SIWA_SERVICES_ID=com.example.app
+            SIWA_PUBLIC_URL=http://localhost:8080
+            SIWA_DATA_KEY=short
+            SIWA_APPLE_BASE_URL=http://apple.example.com
+            """
+        )
+        let result = try SiwaProcess.run(["doctor", "--config", config, "--json"])
+        #expect(result.status == 1)
+        let problems = try findings(result.stdout).filter { !$0.ok }
+        func problem(_ setting: String, _ text: String) -> Bool {
+            problems.contains { $0.setting == setting && $0.message.contains(text) }
+        }
+        #expect(problem("SIWA_TEAM_ID", "10 upper-case letters or digits (got 9 characters)"))
+        #expect(problem("SIWA_KEY_ID", "AuthKey_ABCDE12345.p8 but SIWA_KEY_ID is ZZZZZ99999"))
+        #expect(problem("SIWA_PRIVATE_KEY_FILE", "RSA key"))
+        #expect(problem("SIWA_SERVICES_ID", "equals a bundle id"))
+        #expect(problem("SIWA_PUBLIC_URL", "not localhost or an IP address"))
+        #expect(problem("SIWA_DATA_KEY", "32 random bytes"))
+        #expect(problem("SIWA_APPLE_BASE_URL", "use https"))
+    }
+
+    @Test func missingSettingsAreNamed() throws {
+        let config = try write("empty.env", "SIWA_PUBLIC_URL=https://auth.example.com\n")
+        let result = try SiwaProcess.run(["doctor", "--config", config])
+        #expect(result.status == 1)
+        for setting in ["SIWA_TEAM_ID", "SIWA_KEY_ID", "SIWA_PRIVATE_KEY_FILE", "SIWA_BUNDLE_IDS"] {
+            #expect(
+                result.stdout.contains("✗ \(setting): missing") || result.stdout.contains("✗ \(setting): no client id")
+            )
+        }
+    }
+}
