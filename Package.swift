@@ -33,6 +33,12 @@ let package = Package(
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
         .package(url: "https://github.com/vapor/jwt-kit.git", from: "5.8.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+        .package(url: "https://github.com/vapor/sql-kit.git", from: "3.36.0"),
+        .package(url: "https://github.com/vapor/sqlite-kit.git", from: "4.5.2"),
+        .package(url: "https://github.com/vapor/sqlite-nio.git", from: "1.13.2"),
+        .package(url: "https://github.com/vapor/postgres-kit.git", from: "2.17.0"),
+        .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
+        .package(url: "https://github.com/vapor/async-kit.git", from: "1.22.0"),
     ],
     targets: [
         // Apple's protocol: no I/O framework, no database, no server. Other Swift servers can use it alone.
@@ -62,7 +68,23 @@ let package = Package(
         // Storage protocol and the in-memory implementation (grows with the server issue).
         .target(name: "AccountStore", dependencies: ["AppleSignIn"], swiftSettings: swiftSettings),
         // SQL store over SQLKit: SQLite and PostgreSQL (grows with the server issue).
-        .target(name: "AccountStoreSQL", dependencies: ["AccountStore"], swiftSettings: swiftSettings),
+        .target(
+            name: "AccountStoreSQL",
+            dependencies: [
+                "AccountStore",
+                "AppleSignIn",
+                .product(name: "AsyncKit", package: "async-kit"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "PostgresKit", package: "postgres-kit"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "SQLKit", package: "sql-kit"),
+                .product(name: "SQLiteKit", package: "sqlite-kit"),
+                .product(name: "SQLiteNIO", package: "sqlite-nio"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         // The Hummingbird 2 application (grows with the server issue).
         .target(
             name: "AuthServer",
@@ -99,6 +121,7 @@ let package = Package(
             name: "SiwaCLI",
             dependencies: [
                 "AccountStore",
+                "AccountStoreSQL",
                 "AppleSignIn",
                 "AppleSignInAsyncHTTPClient",
                 "AppleIDEmulator",
@@ -111,6 +134,7 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -119,6 +143,7 @@ let package = Package(
         .target(
             name: "SiwaTesting",
             dependencies: [
+                "AccountStore",
                 "AppleSignIn",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "CryptoExtras", package: "swift-crypto"),
@@ -177,6 +202,41 @@ let package = Package(
                 "AppleSignInAsyncHTTPClient",
                 "AuthServer",
                 "SiwaCLI",
+                "SiwaTesting",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "NIOCore", package: "swift-nio"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "AccountStoreTests",
+            dependencies: ["AccountStore", "SiwaTesting"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "AccountStoreSQLTests",
+            dependencies: [
+                "AccountStore",
+                "AccountStoreSQL",
+                "AppleSignIn",
+                "SiwaTesting",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "SQLiteNIO", package: "sqlite-nio"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "AppleSignInClientTests",
+            dependencies: [
+                "AccountStore",
+                "AppleIDEmulator",
+                "AppleSignIn",
+                "AppleSignInAsyncHTTPClient",
+                "AppleSignInClient",
+                "AuthServer",
                 "SiwaTesting",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),

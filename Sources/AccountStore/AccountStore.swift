@@ -53,7 +53,11 @@ public protocol AccountStore: Sendable {
     /// as the session's new token (`next.sessionID` and `next.userID` are taken from the presented token, whatever the
     /// caller put there). Presenting a token that was already used revokes the whole session (theft). Exactly one of
     /// several concurrent presentations of one token can rotate it.
-    func rotateRefreshToken(presentedHash: [UInt8], next: RefreshTokenRecord, now: Date) async throws(StoreError)
+    func rotateRefreshToken(
+        presentedHash: [UInt8],
+        next: RefreshTokenRecord,
+        now: Date
+    ) async throws(StoreError)
         -> RotationOutcome
 
     /// The session a refresh token belongs to (for logout by refresh token).

@@ -99,7 +99,11 @@ public actor InMemoryAccountStore: AccountStore {
         tokens[firstToken.hash] = StoredToken(record: firstToken)
     }
 
-    public func rotateRefreshToken(presentedHash: [UInt8], next: RefreshTokenRecord, now: Date) throws(StoreError)
+    public func rotateRefreshToken(
+        presentedHash: [UInt8],
+        next: RefreshTokenRecord,
+        now: Date
+    ) throws(StoreError)
         -> RotationOutcome
     {
         guard let stored = tokens[presentedHash], let session = sessions[stored.record.sessionID] else {

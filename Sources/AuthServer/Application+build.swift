@@ -64,7 +64,7 @@ public func buildApplication(
     )
 
     let router = Router(context: SiwaRequestContext.self)
-    router.add(middleware: LogRequestsMiddleware(.info, redactHeaders: [.authorization, .cookie, .setCookie]))
+    router.add(middleware: LogRequestsMiddleware(.debug, redactHeaders: [.authorization, .cookie, .setCookie]))
     let auth = router.group("/auth")
     if let limit = configuration.authRateLimit { auth.add(middleware: RateLimitMiddleware(limit: limit)) }
     let sessions = SessionController(

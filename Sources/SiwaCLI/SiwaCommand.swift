@@ -6,11 +6,13 @@ public struct SiwaCommand: AsyncParsableCommand {
         commandName: "siwa",
         abstract: "Sign in with Apple, done right: a server, an Apple ID emulator and the tools around them.",
         discussion: """
-            Commands available now: emulator, client-secret, verify. The server (serve, demo) and doctor arrive \
-            with their issues.
+            Start with `siwa demo`: the emulator and the server together, no Apple account needed.
             """,
         version: "0.1.0",
-        subcommands: [EmulatorCommand.self, ClientSecretCommand.self, VerifyCommand.self, DoctorCommand.self]
+        subcommands: [
+            DemoCommand.self, ServeCommand.self, EmulatorCommand.self, ClientSecretCommand.self, VerifyCommand.self,
+            DoctorCommand.self,
+        ]
     )
 
     public init() {}

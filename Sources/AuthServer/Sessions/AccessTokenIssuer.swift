@@ -30,7 +30,7 @@ public final class AccessTokenIssuer: Sendable {
     private let clock: any WallClock
     private let keys: Mutex<Keys>
     private let cache = Mutex<[String: AccessTokenClaims]>([:])
-    private static let cacheLimit = 50_000
+    private static let cacheLimit = 10_000
 
     /// Loads the signing keys from the store, creating the first one if there is none.
     public init(

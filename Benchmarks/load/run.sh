@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# Load run for siwa serve (issue 4): GET /healthz, GET /api/me, POST /auth/apple/native (returning user) and
+# POST /auth/refresh, on SQLite and on PostgreSQL, with wrk on this machine. Loopback only; every run is bounded
+# (DURATION seconds, CONNECTIONS connections). Prints one table with requests/s, p99 and the ratio to /healthz,
+# and the server's resident memory after the runs.
+#
+#   Benchmarks/load/run.sh                 # both databases
+#   DATABASES=sqlite Benchmarks/load/run.sh
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+ROOT=$(pwd)
+DURATION=${DURATION:-10}
+CONNECTIONS=${CONNECTIONS:-64}
+THREADS=${THREADS:-2}
+DATABASES=${DATABASES:-"sqlite postgres"}
+SERVER_PORT=${SERVER_PORT:-18080}
+EMULATOR_PORT=${EMULATOR_PORT:-19090}
+
+# PostgreSQL comes from the same private server the tests use.
+if [[ " $DATABASES " == *" postgres "* ]] && [ -z "${SIWA_TEST_POSTGRES_URL:-}" ]; then
+  exec "$ROOT/scripts/with-postgres" "$0" "$@"
+fi
+
+command -v wrk >/dev/null || { apt-get update >/dev/null && apt-get install -y wrk >/dev/null; }
+swift build -c release --product siwa >/dev/null
+SIWA="$ROOT/.build/release/siwa"
+WORK=$(mktemp -d)
+PIDS=()
+cleanup() { for pid in "${PIDS[@]:-}"; do kill "$pid" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$WORK"; }
+trap cleanup EXIT
+
+wait_for() { for _ in $(seq 1 100); do curl -sf "$1" >/dev/null && return 0; sleep 0.1; done; echo "not up: $1" >&2; return 1; }
+
+(cd "$WORK" && exec "$SIWA" emulator --port "$EMULATOR_PORT" --server-url "http://127.0.0.1:$SERVER_PORT" >"$WORK/emulator.log" 2>&1) &
+PIDS+=($!)
+wait_for "http://127.0.0.1:$EMULATOR_PORT/auth/keys"
+
+run_database() {
+  local database=$1
+  local env=(SIWA_APPLE_BASE_URL="http://127.0.0.1:$EMULATOR_PORT" SIWA_TEAM_ID=DEMOTEAM01 SIWA_KEY_ID=DEMOKEY001
+    SIWA_PRIVATE_KEY_FILE="$WORK/siwa-emulator/AuthKey_DEMOKEY001.p8" SIWA_BUNDLE_IDS=com.example.siwa.demo
+    SIWA_SERVICES_ID=com.example.siwa.demo.web SIWA_PORT="$SERVER_PORT" SIWA_RATE_LIMIT=0
+    SIWA_DATA_KEY_FILE="$WORK/data.key" SIWA_DATABASE_PATH="$WORK/load-$database.sqlite")
+  if [ "$database" = postgres ]; then env+=(SIWA_DATABASE_URL="$SIWA_TEST_POSTGRES_URL"); fi
+  (cd "$WORK" && exec env "${env[@]}" "$SIWA" serve >"$WORK/server-$database.log" 2>&1) &
+  local server=$!
+  PIDS+=($server)
+  wait_for "http://127.0.0.1:$SERVER_PORT/healthz"
+
+  # One returning user: a first sign-in, then a fresh identity token for the runs; 4 x connections sessions for refresh.
+  local credential token
+  credential=$(curl -s -X POST "127.0.0.1:$EMULATOR_PORT/emulator/native-sign-in" -H 'content-type: application/json' \
+    -d '{"clientId":"com.example.siwa.demo","email":"load@example.com","givenName":"Load","expiresIn":3600}')
+  token=$(echo "$credential" | python3 -c 'import json,sys; print(json.load(sys.stdin)["identityToken"])')
+  echo "$token" >"$WORK/identity-token"
+  : >"$WORK/refresh-tokens"
+  for _ in $(seq 1 $((CONNECTIONS * 4))); do
+    curl -s -X POST "127.0.0.1:$SERVER_PORT/auth/apple/native" -H 'content-type: application/json' \
+      -d "{\"identityToken\":\"$token\"}" | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["refreshToken"]); open("'"$WORK"'/access-token","w").write(d["accessToken"]+"\n")' >>"$WORK/refresh-tokens"
+  done
+
+  bench() { # name, path, lua
+    local out
+    out=$(SIWA_IDENTITY_TOKEN_FILE="$WORK/identity-token" SIWA_ACCESS_TOKEN_FILE="$WORK/access-token" \
+      SIWA_REFRESH_TOKENS="$WORK/refresh-tokens" SIWA_WRK_THREADS="$THREADS" \
+      wrk -t"$THREADS" -c"$CONNECTIONS" -d"${DURATION}s" --latency ${3:+-s "$3"} "http://127.0.0.1:$SERVER_PORT$2")
+    local rps p99 errors
+    rps=$(echo "$out" | awk '/Requests\/sec/ {print $2}')
+    p99=$(echo "$out" | awk '$1 == "99%" {print $2}')
+    errors=$(echo "$out" | awk '/Non-2xx/ {print $5}')
+    printf "%-9s %-28s %10s %10s %8s\n" "$database" "$1" "$rps" "$p99" "${errors:-0}"
+    echo "$rps" >"$WORK/rps-$database-$(echo "$1" | tr ' /' '__')"
+  }
+  bench "GET /healthz" "/healthz" ""
+  bench "GET /api/me" "/api/me" "Benchmarks/load/me.lua"
+  bench "POST /auth/apple/native" "/auth/apple/native" "Benchmarks/load/native.lua"
+  bench "POST /auth/refresh" "/auth/refresh" "Benchmarks/load/refresh.lua"
+  local rss
+  rss=$(awk '/VmRSS/ {print $2}' "/proc/$server/status")
+  printf "%-9s resident memory after the runs: %d MB\n" "$database" $((rss / 1024))
+  for name in "GET /api/me" "POST /auth/apple/native" "POST /auth/refresh"; do
+    awk -v a="$(cat "$WORK/rps-$database-$(echo "$name" | tr ' /' '__')")" -v b="$(cat "$WORK/rps-$database-GET__healthz")" \
+      -v n="$name" -v d="$database" 'BEGIN { printf "%-9s %-28s %5.0f%% of /healthz\n", d, n, 100 * a / b }'
+  done
+  kill "$server"; wait "$server" 2>/dev/null || true
+}
+
+printf "%-9s %-28s %10s %10s %8s\n" "database" "route" "req/s" "p99" "non-2xx"
+for database in $DATABASES; do
+  run_database "$database"
+done

@@ -1,0 +1,171 @@
+public import AccountStore
+public import AppleSignIn
+import SQLKit
+
+#if canImport(FoundationEssentials)
+public import FoundationEssentials
+#else
+public import Foundation
+#endif
+
+extension SQLAccountStore {
+    /// Finds the account of `facts.appleUserID` or creates it, in one transaction.
+    ///
+    /// The update runs first and changes the row in place (`COALESCE` keeps a stored name and a stored email when the
+    /// token has none), so a concurrent sign-in never blanks what another wrote. When there is no account, the insert
+    /// skips a conflicting Apple user id; a sign-in that loses that race updates and returns the winner's account.
+    public func signIn(_ facts: AppleSignInFacts, now: Date) async throws(StoreError) -> SignInOutcome {
+        let now = try SQLValue.milliseconds(now)
+        let appleUserID = facts.appleUserID.rawValue
+        let clientID = facts.clientID.rawValue
+        let email = facts.email
+        let emailVerified = facts.emailVerified ?? false
+        let isPrivateEmail = facts.isPrivateEmail ?? false
+        // Applied to an existing account only together with an email.
+        let newEmailVerified = email == nil ? nil : facts.emailVerified.map(SQLValue.flag)
+        let newIsPrivateEmail = email == nil ? nil : facts.isPrivateEmail.map(SQLValue.flag)
+        let givenName = facts.givenName.flatMap { $0.isEmpty ? nil : $0 }
+        let familyName = facts.familyName.flatMap { $0.isEmpty ? nil : $0 }
+        let newID = UserID().description
+
+        return try await write("sign in") { database in
+            @Sendable func updateExisting() async throws -> UserRecord? {
+                let row = try await database.raw(
+                    """
+                    UPDATE users SET
+                        client_id = \(bind: clientID),
+                        email = COALESCE(\(bind: email), email),
+                        email_verified = COALESCE(\(bind: newEmailVerified), email_verified),
+                        is_private_email = COALESCE(\(bind: newIsPrivateEmail), is_private_email),
+                        given_name = COALESCE(given_name, \(bind: givenName)),
+                        family_name = COALESCE(family_name, \(bind: familyName)),
+                        updated_at = \(bind: now)
+                    WHERE apple_user_id = \(bind: appleUserID)
+                    RETURNING \(unsafeRaw: SQLRecords.userColumns)
+                    """
+                ).first()
+                return try row.map(SQLRecords.user)
+            }
+
+            if let user = try await updateExisting() { return SignInOutcome(user: user, isNewUser: false) }
+            let inserted = try await database.raw(
+                """
+                INSERT INTO users (
+                    id, apple_user_id, client_id, email, email_verified, is_private_email, email_forwarding,
+                    given_name, family_name, created_at, updated_at
+                ) VALUES (
+                    \(bind: newID), \(bind: appleUserID), \(bind: clientID), \(bind: email),
+                    \(bind: SQLValue.flag(emailVerified)), \(bind: SQLValue.flag(isPrivateEmail)), 1,
+                    \(bind: givenName), \(bind: familyName), \(bind: now), \(bind: now)
+                )
+                ON CONFLICT (apple_user_id) DO NOTHING
+                RETURNING \(unsafeRaw: SQLRecords.userColumns)
+                """
+            ).first()
+            if let inserted { return SignInOutcome(user: try SQLRecords.user(inserted), isNewUser: true) }
+            // A racing first sign-in of the same Apple user committed its account first.
+            guard let user = try await updateExisting() else {
+                throw StoreError(.unavailable, "sign in: the account was deleted during a racing sign-in")
+            }
+            return SignInOutcome(user: user, isNewUser: false)
+        }
+    }
+
+    public func user(id: UserID) async throws(StoreError) -> UserRecord? {
+        let id = id.description
+        return try await read("read a user") { database in
+            try await database.raw("SELECT \(unsafeRaw: SQLRecords.userColumns) FROM users WHERE id = \(bind: id)")
+                .first().map(SQLRecords.user)
+        }
+    }
+
+    public func user(appleUserID: AppleUserID) async throws(StoreError) -> UserRecord? {
+        let appleUserID = appleUserID.rawValue
+        return try await read("read a user") { database in
+            try await database.raw(
+                "SELECT \(unsafeRaw: SQLRecords.userColumns) FROM users WHERE apple_user_id = \(bind: appleUserID)"
+            ).first().map(SQLRecords.user)
+        }
+    }
+
+    /// Accounts ordered by `created_at`, then id. Like ``InMemoryAccountStore``, an `after` that names no account
+    /// starts from the first.
+    public func users(limit: Int, after: UserID?) async throws(StoreError) -> [UserRecord] {
+        guard limit > 0 else { return [] }
+        let limit = Int64(limit)
+        let after = after?.description
+        return try await read("list users") { database in
+            var cursor: Int64?
+            if let after {
+                cursor = try await database.raw("SELECT created_at FROM users WHERE id = \(bind: after)").first()?
+                    .decode(column: "created_at", as: Int64.self)
+            }
+            let rows: [any SQLRow]
+            if let cursor, let after {
+                rows = try await database.raw(
+                    """
+                    SELECT \(unsafeRaw: SQLRecords.userColumns) FROM users
+                    WHERE created_at > \(bind: cursor) OR (created_at = \(bind: cursor) AND id > \(bind: after))
+                    ORDER BY created_at, id LIMIT \(bind: limit)
+                    """
+                ).all()
+            } else {
+                rows = try await database.raw(
+                    "SELECT \(unsafeRaw: SQLRecords.userColumns) FROM users ORDER BY created_at, id LIMIT \(bind: limit)"
+                ).all()
+            }
+            return try rows.map(SQLRecords.user)
+        }
+    }
+
+    public func deleteUser(id: UserID) async throws(StoreError) -> Bool {
+        let id = id.description
+        return try await write("delete a user") { database in
+            try await database.raw(
+                """
+                DELETE FROM refresh_tokens
+                WHERE user_id = \(bind: id) OR session_id IN (SELECT id FROM sessions WHERE user_id = \(bind: id))
+                """
+            ).run()
+            try await database.raw("DELETE FROM sessions WHERE user_id = \(bind: id)").run()
+            try await database.raw("DELETE FROM apple_tokens WHERE user_id = \(bind: id)").run()
+            return try await database.raw("DELETE FROM users WHERE id = \(bind: id) RETURNING id").first() != nil
+        }
+    }
+
+    // MARK: Apple refresh tokens
+
+    public func saveAppleToken(_ token: AppleTokenRecord) async throws(StoreError) {
+        let userID = token.userID.description
+        let clientID = token.clientID.rawValue
+        let sealed = SQLValue.base64(token.encryptedRefreshToken)
+        let storedAt = try SQLValue.milliseconds(token.storedAt)
+        let lastValidatedAt = try token.lastValidatedAt.map { date throws(StoreError) in try SQLValue.milliseconds(date)
+        }
+        try await write("save an Apple token") { database in
+            guard try await database.raw("SELECT id FROM users WHERE id = \(bind: userID)").first() != nil else {
+                throw StoreError(.notFound, "save an Apple token: no such user")
+            }
+            try await database.raw(
+                """
+                INSERT INTO apple_tokens (user_id, client_id, sealed_refresh_token, stored_at, last_validated_at)
+                VALUES (\(bind: userID), \(bind: clientID), \(bind: sealed), \(bind: storedAt), \(bind: lastValidatedAt))
+                ON CONFLICT (user_id) DO UPDATE SET
+                    client_id = excluded.client_id,
+                    sealed_refresh_token = excluded.sealed_refresh_token,
+                    stored_at = excluded.stored_at,
+                    last_validated_at = excluded.last_validated_at
+                """
+            ).run()
+        }
+    }
+
+    public func appleToken(userID: UserID) async throws(StoreError) -> AppleTokenRecord? {
+        let userID = userID.description
+        return try await read("read an Apple token") { database in
+            try await database.raw(
+                "SELECT \(unsafeRaw: SQLRecords.appleTokenColumns) FROM apple_tokens WHERE user_id = \(bind: userID)"
+            ).first().map(SQLRecords.appleToken)
+        }
+    }
+}

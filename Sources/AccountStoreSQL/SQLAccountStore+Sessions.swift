@@ -1,0 +1,165 @@
+public import AccountStore
+import SQLKit
+
+#if canImport(FoundationEssentials)
+public import FoundationEssentials
+#else
+public import Foundation
+#endif
+
+extension SQLAccountStore {
+    public func createSession(firstToken: RefreshTokenRecord, now: Date) async throws(StoreError) {
+        let sessionID = firstToken.sessionID.description
+        let userID = firstToken.userID.description
+        let hash = SQLValue.hex(firstToken.hash)
+        let issuedAt = try SQLValue.milliseconds(firstToken.issuedAt)
+        let expiresAt = try SQLValue.milliseconds(firstToken.expiresAt)
+        let now = try SQLValue.milliseconds(now)
+        try await write("create a session") { database in
+            guard try await database.raw("SELECT id FROM users WHERE id = \(bind: userID)").first() != nil else {
+                throw StoreError(.notFound, "create a session: no such user")
+            }
+            try await database.raw(
+                """
+                INSERT INTO sessions (id, user_id, created_at)
+                VALUES (\(bind: sessionID), \(bind: userID), \(bind: now))
+                """
+            ).run()
+            try await database.raw(
+                """
+                INSERT INTO refresh_tokens (hash, session_id, user_id, issued_at, expires_at)
+                VALUES (\(bind: hash), \(bind: sessionID), \(bind: userID), \(bind: issuedAt), \(bind: expiresAt))
+                """
+            ).run()
+        }
+    }
+
+    /// Rotates in one transaction, race-free: the presented token is marked used by a conditional
+    /// `UPDATE … WHERE used_at IS NULL … RETURNING`, which at most one concurrent transaction can win. Only when it
+    /// changed nothing does the store look at why (unknown, revoked, reused, expired), in the order of
+    /// ``InMemoryAccountStore``.
+    public func rotateRefreshToken(
+        presentedHash: [UInt8],
+        next: RefreshTokenRecord,
+        now: Date
+    ) async throws(StoreError) -> RotationOutcome {
+        let presented = SQLValue.hex(presentedHash)
+        let nextHash = SQLValue.hex(next.hash)
+        let issuedAt = try SQLValue.milliseconds(next.issuedAt)
+        let expiresAt = try SQLValue.milliseconds(next.expiresAt)
+        let now = try SQLValue.milliseconds(now)
+        return try await write("rotate a refresh token") { database in
+            let claimed = try await database.raw(
+                """
+                UPDATE refresh_tokens SET used_at = \(bind: now)
+                WHERE hash = \(bind: presented) AND used_at IS NULL AND expires_at > \(bind: now)
+                    AND session_id IN (SELECT id FROM sessions WHERE revoked_at IS NULL)
+                RETURNING session_id, user_id
+                """
+            ).first()
+            if let claimed {
+                let sessionID = try claimed.decode(column: "session_id", as: String.self)
+                let userID = try claimed.decode(column: "user_id", as: String.self)
+                try await database.raw(
+                    """
+                    INSERT INTO refresh_tokens (hash, session_id, user_id, issued_at, expires_at)
+                    VALUES (\(bind: nextHash), \(bind: sessionID), \(bind: userID), \(bind: issuedAt), \(bind: expiresAt))
+                    """
+                ).run()
+                return .rotated(sessionID: try SQLValue.sessionID(sessionID), userID: try SQLValue.userID(userID))
+            }
+
+            let row = try await database.raw(
+                """
+                SELECT t.session_id AS session_id, t.user_id AS user_id, t.used_at AS used_at,
+                    t.expires_at AS expires_at, s.revoked_at AS revoked_at
+                FROM refresh_tokens t JOIN sessions s ON s.id = t.session_id
+                WHERE t.hash = \(bind: presented)
+                """
+            ).first()
+            guard let row else { return .notFound }
+            let sessionID = try row.decode(column: "session_id", as: String.self)
+            let userID = try SQLValue.userID(row.decode(column: "user_id", as: String.self))
+            let session = try SQLValue.sessionID(sessionID)
+            if try row.decode(column: "revoked_at", as: Int64?.self) != nil {
+                return .revoked(sessionID: session, userID: userID)
+            }
+            if try row.decode(column: "used_at", as: Int64?.self) != nil {
+                try await database.raw(
+                    """
+                    UPDATE sessions SET revoked_at = \(bind: now)
+                    WHERE id = \(bind: sessionID) AND revoked_at IS NULL
+                    """
+                ).run()
+                return .reused(sessionID: session, userID: userID)
+            }
+            if try row.decode(column: "expires_at", as: Int64.self) <= now { return .expired }
+            // Current now, but not when the update ran: it was not yet visible (a racing rotation's new token).
+            return .notFound
+        }
+    }
+
+    public func session(
+        refreshTokenHash: [UInt8]
+    ) async throws(StoreError) -> (sessionID: SessionID, userID: UserID)? {
+        let hash = SQLValue.hex(refreshTokenHash)
+        return try await read("find a session") { database in
+            let row = try await database.raw(
+                "SELECT session_id, user_id FROM refresh_tokens WHERE hash = \(bind: hash)"
+            ).first()
+            guard let row else { return nil }
+            return (
+                sessionID: try SQLValue.sessionID(row.decode(column: "session_id", as: String.self)),
+                userID: try SQLValue.userID(row.decode(column: "user_id", as: String.self))
+            )
+        }
+    }
+
+    @discardableResult
+    public func revokeSession(_ sessionID: SessionID, now: Date) async throws(StoreError) -> Bool {
+        let sessionID = sessionID.description
+        let now = try SQLValue.milliseconds(now)
+        return try await read("revoke a session") { database in
+            try await database.raw(
+                """
+                UPDATE sessions SET revoked_at = \(bind: now)
+                WHERE id = \(bind: sessionID) AND revoked_at IS NULL
+                RETURNING id
+                """
+            ).first() != nil
+        }
+    }
+
+    @discardableResult
+    public func revokeSessions(userID: UserID, now: Date) async throws(StoreError) -> [SessionID] {
+        let userID = userID.description
+        let now = try SQLValue.milliseconds(now)
+        // The closure returns plain strings and the typed conversion happens outside it: Swift 6.3's optimizer
+        // crashes (signal 11 while splitting the coroutine) on a typed-throws call inside this closure in release.
+        let ids = try await read("revoke a user's sessions") { database in
+            try await database.raw(
+                """
+                UPDATE sessions SET revoked_at = \(bind: now)
+                WHERE user_id = \(bind: userID) AND revoked_at IS NULL
+                RETURNING id
+                """
+            ).all().map { try $0.decode(column: "id", as: String.self) }
+        }
+        var sessionIDs: [SessionID] = []
+        for id in ids { sessionIDs.append(try SQLValue.sessionID(id)) }
+        return sessionIDs
+    }
+
+    public func revokedSessions(since: Date) async throws(StoreError) -> [SessionRevocation] {
+        let since = try SQLValue.milliseconds(since)
+        return try await read("list revoked sessions") { database in
+            try await database.raw(
+                """
+                SELECT id, user_id, revoked_at FROM sessions
+                WHERE revoked_at >= \(bind: since)
+                ORDER BY revoked_at, id
+                """
+            ).all().map(SQLRecords.revocation)
+        }
+    }
+}

@@ -1,0 +1,226 @@
+public import AccountStore
+@preconcurrency import AsyncKit
+public import Logging
+import NIOCore
+import NIOPosix
+import PostgresKit
+import PostgresNIO
+import SQLKit
+import SQLiteKit
+import SQLiteNIO
+
+/// An ``AccountStore`` in a SQL database through SQLKit: SQLite (a file, the default) or PostgreSQL (for several
+/// `siwa serve` processes on one database).
+///
+/// Open one with ``sqlite(path:connectionsPerEventLoop:busyTimeout:logger:)`` or
+/// ``postgres(url:schema:connectionsPerEventLoop:logger:)``: both bring the schema up to date before they return, and
+/// both pool connections (a few per event loop of NIO's shared group, opened on demand and reused). Call
+/// ``shutdown()`` when done: it closes every connection.
+///
+/// Every method runs as one statement or one transaction. Times are kept as milliseconds, refresh-token and nonce
+/// hashes as hex, sealed blobs as base64. Driver errors become ``StoreError``s (a unique violation is
+/// ``StoreError/Code/duplicate``, a lost connection ``StoreError/Code/unavailable``); nothing the store logs contains a
+/// hash, token, key or the database password.
+public final class SQLAccountStore: AccountStore {
+    let connections: any SQLConnections
+    let logger: Logger
+
+    /// The schema version this build of siwa creates and understands.
+    public static var schemaVersion: Int { SQLSchema.currentVersion }
+
+    init(connections: any SQLConnections, logger: Logger) {
+        self.connections = connections
+        self.logger = logger
+    }
+
+    /// Opens (and creates, if needed) a store in the SQLite file at `path`, in WAL mode.
+    ///
+    /// - Parameters:
+    ///   - path: The database file; its directory must exist. Other processes may open the same file.
+    ///   - connectionsPerEventLoop: The pool's limit per event loop of NIO's shared group.
+    ///   - busyTimeout: How long a statement waits for another writer before failing with
+    ///     ``StoreError/Code/unavailable`` (at most an hour).
+    ///   - logger: For the store's debug logs and the migrations it applies.
+    /// - Returns: A store at the current ``schemaVersion``.
+    /// - Throws: ``StoreError/Code/unavailable`` when the file cannot be opened, ``StoreError/Code/corrupt`` when it
+    ///   is not a siwa database this version understands.
+    public static func sqlite(
+        path: String,
+        connectionsPerEventLoop: Int = 2,
+        busyTimeout: Duration = .seconds(5),
+        logger: Logger
+    ) async throws(StoreError) -> SQLAccountStore {
+        guard !path.isEmpty, connectionsPerEventLoop > 0 else {
+            throw StoreError(.invalidInput, "open the SQLite store: a path and at least one connection are needed")
+        }
+        let group = MultiThreadedEventLoopGroup.singleton
+        let loops = Array(group.makeIterator()).count
+        let threadPool = NIOThreadPool(numberOfThreads: loops * connectionsPerEventLoop + 1)
+        threadPool.start()
+        let (seconds, attoseconds) = busyTimeout.components
+        let milliseconds = min(max(seconds, 0), 3_600) * 1_000 + max(attoseconds, 0) / 1_000_000_000_000_000
+        let source = SQLiteFileConnectionSource(
+            path: path,
+            threadPool: threadPool,
+            busyTimeoutMilliseconds: Int(clamping: milliseconds)
+        )
+        let pool = EventLoopGroupConnectionPool(
+            source: source,
+            maxConnectionsPerEventLoop: connectionsPerEventLoop,
+            logger: driverLogger(logger),
+            on: group
+        )
+        let connections = SQLConnectionPool(
+            pool: pool,
+            flavor: .sqlite,
+            logger: driverLogger(logger),
+            makeDatabase: { $0.sql(queryLogLevel: nil) },
+            afterShutdown: { try? await threadPool.shutdownGracefully() }
+        )
+        do {
+            let mode = try await connections.withConnection { database in
+                try await database.raw("PRAGMA journal_mode = WAL").first()?.decode(
+                    column: "journal_mode",
+                    as: String.self
+                )
+            }
+            if mode?.lowercased() != "wal" {
+                logger.warning("SQLite did not switch the store to WAL mode", metadata: ["mode": "\(mode ?? "none")"])
+            }
+        } catch {
+            await connections.shutdown()
+            throw StoreError(mapping: error, during: "open the SQLite store")
+        }
+        return try await open(connections, schema: nil, logger: logger)
+    }
+
+    /// Opens a store in the PostgreSQL database of `url`.
+    ///
+    /// - Parameters:
+    ///   - url: `postgres://USER:PASSWORD@HOST:PORT/DATABASE`, with `?sslmode=disable`, `prefer` (the default) or
+    ///     `require`.
+    ///   - schema: A schema of its own for siwa's tables (created when missing), or `nil` for the user's default
+    ///     search path. Letters, digits and `_`, at most 63.
+    ///   - connectionsPerEventLoop: The pool's limit per event loop of NIO's shared group.
+    ///   - logger: For the store's debug logs and the migrations it applies.
+    /// - Returns: A store at the current ``schemaVersion``.
+    /// - Throws: ``StoreError/Code/invalidInput`` for a URL or schema that cannot be used (the reason never repeats
+    ///   the URL: it holds the password), ``StoreError/Code/unavailable`` when the server cannot be reached or refuses
+    ///   the login, ``StoreError/Code/corrupt`` when the schema is newer than this siwa.
+    /// - Warning: `url` holds the database password: read it from a secret, never log it.
+    public static func postgres(
+        url: String,
+        schema: String? = nil,
+        connectionsPerEventLoop: Int = 4,
+        logger: Logger
+    ) async throws(StoreError) -> SQLAccountStore {
+        guard connectionsPerEventLoop > 0 else {
+            throw StoreError(.invalidInput, "open the PostgreSQL store: at least one connection is needed")
+        }
+        var configuration: SQLPostgresConfiguration
+        do {
+            configuration = try SQLPostgresConfiguration(url: url)
+        } catch {
+            throw StoreError(.invalidInput, "open the PostgreSQL store: the URL is not a postgres:// URL siwa can use")
+        }
+        if let schema {
+            let allowed = schema.utf8.allSatisfy { byte in
+                (byte >= 0x61 && byte <= 0x7A) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x30 && byte <= 0x39)
+                    || byte == 0x5F
+            }
+            guard allowed, !schema.isEmpty, schema.utf8.count <= 63 else {
+                throw StoreError(.invalidInput, "open the PostgreSQL store: a schema name is letters, digits and _")
+            }
+            configuration.searchPath = [schema]
+        }
+        let pool = EventLoopGroupConnectionPool(
+            source: PostgresConnectionSource(sqlConfiguration: configuration),
+            maxConnectionsPerEventLoop: connectionsPerEventLoop,
+            logger: driverLogger(logger),
+            on: MultiThreadedEventLoopGroup.singleton
+        )
+        let connections = SQLConnectionPool(
+            pool: pool,
+            flavor: .postgres,
+            logger: driverLogger(logger),
+            makeDatabase: { $0.sql(queryLogLevel: nil) }
+        )
+        return try await open(connections, schema: schema, logger: logger)
+    }
+
+    /// `logger` for the pool and the drivers, at debug or above: at trace, PostgresNIO logs every message from the
+    /// server, and a unique violation's message quotes the key (a hash, a nonce).
+    private static func driverLogger(_ logger: Logger) -> Logger {
+        var driverLogger = logger
+        driverLogger.logLevel = max(logger.logLevel, .debug)
+        return driverLogger
+    }
+
+    /// Migrates the database behind `connections` and wraps it; closes the connections on failure.
+    private static func open(
+        _ connections: any SQLConnections,
+        schema: String?,
+        logger: Logger
+    ) async throws(StoreError) -> SQLAccountStore {
+        do {
+            let before = try await SQLSchema.migrate(connections, schema: schema, logger: logger)
+            logger.debug(
+                "opened the SQL store",
+                metadata: [
+                    "database": "\(connections.flavor)", "from_version": "\(before)", "version": "\(schemaVersion)",
+                ]
+            )
+        } catch {
+            await connections.shutdown()
+            throw StoreError(mapping: error, during: "migrate the store")
+        }
+        return SQLAccountStore(connections: connections, logger: logger)
+    }
+
+    /// Closes every pooled connection. Calls afterwards fail with ``StoreError/Code/unavailable``; a second call does
+    /// nothing.
+    ///
+    /// - Warning: Call it before the last reference to the store goes away: AsyncKit's pool asserts in debug builds
+    ///   when it is released open.
+    public func shutdown() async {
+        await connections.shutdown()
+    }
+
+    /// The highest migration applied to the database (``schemaVersion`` once the store is open).
+    public func appliedSchemaVersion() async throws(StoreError) -> Int {
+        try await read("read the schema version") { database in try await SQLSchema.appliedVersion(database) }
+    }
+
+    // MARK: Running statements
+
+    /// Runs `body` on a pooled connection, outside a transaction (for single statements).
+    func read<R: Sendable>(
+        _ operation: String,
+        _ body: @escaping @Sendable (any SQLDatabase) async throws -> R
+    ) async throws(StoreError) -> R {
+        do {
+            return try await connections.withConnection(body)
+        } catch {
+            throw failure(error, operation)
+        }
+    }
+
+    /// Runs `body` in a transaction on a pooled connection: all of it or none of it.
+    func write<R: Sendable>(
+        _ operation: String,
+        lock: SQLTransactionLock? = nil,
+        _ body: @escaping @Sendable (any SQLDatabase) async throws -> R
+    ) async throws(StoreError) -> R {
+        do {
+            return try await connections.withTransaction(lock: lock, body)
+        } catch {
+            throw failure(error, operation)
+        }
+    }
+
+    private func failure(_ error: any Error, _ operation: String) -> StoreError {
+        let mapped = StoreError(mapping: error, during: operation)
+        logger.debug("store operation failed", metadata: ["error": "\(mapped)"])
+        return mapped
+    }
+}

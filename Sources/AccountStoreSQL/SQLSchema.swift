@@ -1,0 +1,120 @@
+import AccountStore
+import Logging
+import SQLKit
+
+/// siwa's tables, as numbered migrations that run in order when a store opens.
+///
+/// One schema for SQLite and PostgreSQL alike: ids and hashes are TEXT (UUIDs lower-case, hashes hex, sealed blobs
+/// base64), times BIGINT milliseconds since 1970, booleans INTEGER 0 or 1. `schema_version` holds one row per
+/// applied migration. A migration is never edited once released; changes are new migrations at the end.
+enum SQLSchema {
+    /// The migrations; the first one is version 1.
+    static let migrations: [[SQLQueryString]] = [
+        [
+            """
+            CREATE TABLE users (
+                id TEXT NOT NULL PRIMARY KEY,
+                apple_user_id TEXT NOT NULL UNIQUE,
+                client_id TEXT NOT NULL,
+                email TEXT,
+                email_verified INTEGER NOT NULL,
+                is_private_email INTEGER NOT NULL,
+                email_forwarding INTEGER NOT NULL,
+                given_name TEXT,
+                family_name TEXT,
+                created_at BIGINT NOT NULL,
+                updated_at BIGINT NOT NULL
+            )
+            """,
+            "CREATE INDEX users_by_creation ON users (created_at, id)",
+            """
+            CREATE TABLE apple_tokens (
+                user_id TEXT NOT NULL PRIMARY KEY REFERENCES users (id) ON DELETE CASCADE,
+                client_id TEXT NOT NULL,
+                sealed_refresh_token TEXT NOT NULL,
+                stored_at BIGINT NOT NULL,
+                last_validated_at BIGINT
+            )
+            """,
+            """
+            CREATE TABLE sessions (
+                id TEXT NOT NULL PRIMARY KEY,
+                user_id TEXT NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+                created_at BIGINT NOT NULL,
+                revoked_at BIGINT
+            )
+            """,
+            "CREATE INDEX sessions_by_user ON sessions (user_id)",
+            "CREATE INDEX sessions_by_revocation ON sessions (revoked_at)",
+            """
+            CREATE TABLE refresh_tokens (
+                hash TEXT NOT NULL PRIMARY KEY,
+                session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+                user_id TEXT NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+                issued_at BIGINT NOT NULL,
+                expires_at BIGINT NOT NULL,
+                used_at BIGINT
+            )
+            """,
+            "CREATE INDEX refresh_tokens_by_session ON refresh_tokens (session_id)",
+            "CREATE INDEX refresh_tokens_by_user ON refresh_tokens (user_id)",
+            """
+            CREATE TABLE server_nonces (
+                hash TEXT NOT NULL PRIMARY KEY,
+                expires_at BIGINT NOT NULL
+            )
+            """,
+            "CREATE INDEX server_nonces_by_expiry ON server_nonces (expires_at)",
+            """
+            CREATE TABLE signing_keys (
+                kid TEXT NOT NULL PRIMARY KEY,
+                sealed_private_key TEXT NOT NULL,
+                created_at BIGINT NOT NULL,
+                retired_at BIGINT
+            )
+            """,
+        ]
+    ]
+
+    /// The schema version this build of siwa writes.
+    static var currentVersion: Int { migrations.count }
+
+    /// Brings the database to ``currentVersion``: applies, in one transaction, every migration it lacks. Safe to run
+    /// any number of times, also from several processes at once (they take turns).
+    ///
+    /// - Parameters:
+    ///   - connections: The database.
+    ///   - schema: A PostgreSQL schema to create first (the connections' search path), or `nil`.
+    ///   - logger: Logs each applied migration at info.
+    /// - Returns: The version before migrating (0 for a new database).
+    /// - Throws: ``StoreError/Code/corrupt`` when the database was written by a newer siwa; driver errors otherwise.
+    @discardableResult
+    static func migrate(_ connections: any SQLConnections, schema: String?, logger: Logger) async throws -> Int {
+        try await connections.withTransaction(lock: .migrations) { database in
+            if let schema {
+                try await database.raw("CREATE SCHEMA IF NOT EXISTS \(ident: schema)").run()
+            }
+            try await database.raw("CREATE TABLE IF NOT EXISTS schema_version (version BIGINT NOT NULL PRIMARY KEY)")
+                .run()
+            let found = try await appliedVersion(database)
+            guard found <= currentVersion else {
+                throw StoreError(
+                    .corrupt,
+                    "the database has schema version \(found), newer than this siwa's \(currentVersion)"
+                )
+            }
+            for (index, statements) in migrations.enumerated() where index + 1 > found {
+                for statement in statements { try await database.raw(statement).run() }
+                try await database.raw("INSERT INTO schema_version (version) VALUES (\(bind: Int64(index + 1)))").run()
+                logger.info("applied store migration", metadata: ["version": "\(index + 1)"])
+            }
+            return found
+        }
+    }
+
+    /// The highest applied migration (0 for none).
+    static func appliedVersion(_ database: any SQLDatabase) async throws -> Int {
+        let row = try await database.raw("SELECT MAX(version) AS version FROM schema_version").first()
+        return Int(try row?.decode(column: "version", as: Int64?.self) ?? 0)
+    }
+}

@@ -1,1 +1,0 @@
-// The AppleSignInClient target is laid out per DESIGN.md; its code arrives with the issue that builds it.

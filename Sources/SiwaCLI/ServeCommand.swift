@@ -1,0 +1,54 @@
+import AccountStore
+import AppleSignInAsyncHTTPClient
+import ArgumentParser
+import AuthServer
+import Foundation
+import Hummingbird
+import Logging
+
+/// `siwa serve`: the server, configured from `SIWA_*` environment variables.
+struct ServeCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "serve",
+        abstract: "Run the Sign in with Apple server (settings from SIWA_* environment variables; see the README).",
+        discussion: """
+            Stores accounts in SQLite (SIWA_DATABASE_PATH, default ./siwa.sqlite) or PostgreSQL \
+            (SIWA_DATABASE_URL=postgres://...). SIGTERM or Ctrl-C stops it gracefully.
+
+            Example (against the local emulator):
+              SIWA_APPLE_BASE_URL=http://127.0.0.1:9090 SIWA_TEAM_ID=DEMOTEAM01 SIWA_KEY_ID=DEMOKEY001 \\
+              SIWA_PRIVATE_KEY_FILE=siwa-emulator/AuthKey_DEMOKEY001.p8 SIWA_BUNDLE_IDS=com.example.siwa.demo \\
+              SIWA_SERVICES_ID=com.example.siwa.demo.web siwa serve
+            """
+    )
+
+    func run() async throws {
+        var logger = Logger(label: "siwa")
+        logger.logLevel = .info
+        let settings: ServerSettings
+        do {
+            settings = try ServerSettings.load(from: ProcessInfo.processInfo.environment)
+        } catch let problem as ServerSettings.Problem {
+            Terminal.error("error: \(problem)")
+            throw ExitCode(2)
+        }
+        let store = try await StoreFactory.open(settings, logger: logger)
+        do {
+            let app = try await buildApplication(
+                configuration: settings.server,
+                apple: settings.apple,
+                store: store.store,
+                transport: AsyncHTTPClientTransport(),
+                dataKey: settings.dataKey,
+                host: settings.host,
+                port: settings.port,
+                logger: logger
+            )
+            try await app.runService()
+        } catch {
+            await store.close()
+            throw error
+        }
+        await store.close()
+    }
+}

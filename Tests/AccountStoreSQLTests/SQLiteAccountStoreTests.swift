@@ -1,0 +1,124 @@
+import AccountStore
+import AccountStoreSQL
+import AppleSignIn
+import SQLiteNIO
+import SiwaTesting
+import Testing
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+/// The SQL store on SQLite: the conformance suite on a new file per check, and what only a file shows (a second
+/// instance, reopening, WAL).
+@Suite struct SQLiteAccountStoreTests {
+    @Test(arguments: AccountStoreConformance.checks)
+    func conformance(_ check: AccountStoreConformance.Check) async throws {
+        try await StoreHarness.withSQLitePath { path in
+            try await StoreHarness.withSQLiteStore(path: path) { store in try await check.run(store) }
+        }
+    }
+
+    @Test func aSecondInstanceOnTheSameFileReadsTheFirstOnesData() async throws {
+        try await StoreHarness.withSQLitePath { path in
+            try await StoreHarness.withSQLiteStore(path: path) { first in
+                try await StoreHarness.withSQLiteStore(path: path) { second in
+                    try await SharedDatabaseScenario.run(writer: first, reader: second)
+                }
+            }
+        }
+    }
+
+    @Test func migrationsAreIdempotent() async throws {
+        try await StoreHarness.withSQLitePath { path in
+            let written = try await StoreHarness.withSQLiteStore(path: path) { store in
+                #expect(try await store.appliedSchemaVersion() == SQLAccountStore.schemaVersion)
+                return try await store.signIn(
+                    AppleSignInFacts(appleUserID: AppleUserID("001.kept.1"), clientID: "com.example.app"),
+                    now: Date(timeIntervalSince1970: 1_767_225_600)
+                ).user
+            }
+            // Reopening, and two instances migrating the same file at once, apply nothing twice and keep the data.
+            try await StoreHarness.withSQLiteStore(path: path) { store async throws -> Void in
+                #expect(try await store.appliedSchemaVersion() == SQLAccountStore.schemaVersion)
+                #expect(try await store.user(id: written.id)?.appleUserID == written.appleUserID)
+            }
+            try await withThrowingTaskGroup(of: Int.self) { group in
+                for _ in 0..<2 {
+                    group.addTask {
+                        try await StoreHarness.withSQLiteStore(path: path) { try await $0.appliedSchemaVersion() }
+                    }
+                }
+                for try await version in group { #expect(version == SQLAccountStore.schemaVersion) }
+            }
+        }
+    }
+
+    @Test func concurrentMigrationsOfANewFileCreateTheSchemaOnce() async throws {
+        try await StoreHarness.withSQLitePath { path in
+            try await withThrowingTaskGroup(of: Int.self) { group in
+                for _ in 0..<3 {
+                    group.addTask {
+                        try await StoreHarness.withSQLiteStore(path: path) { try await $0.appliedSchemaVersion() }
+                    }
+                }
+                for try await version in group { #expect(version == SQLAccountStore.schemaVersion) }
+            }
+        }
+    }
+
+    @Test func aDatabaseFromANewerSiwaIsRefused() async throws {
+        try await StoreHarness.withSQLitePath { path in
+            try await StoreHarness.withSQLiteStore(path: path) { _ in }
+            let connection = try await SQLiteConnection.open(storage: .file(path: path))
+            do {
+                _ = try await connection.query("INSERT INTO schema_version (version) VALUES (9999)", [])
+                try await connection.close().get()
+            } catch {
+                try await connection.close().get()
+                throw error
+            }
+            let error = await #expect(throws: StoreError.self) {
+                try await SQLAccountStore.sqlite(path: path, logger: StoreHarness.quietLogger)
+            }
+            #expect(error?.code == .corrupt, "a newer schema is not migrated down or overwritten")
+        }
+    }
+
+    @Test func theFileIsInWALMode() async throws {
+        try await StoreHarness.withSQLitePath { path in
+            try await StoreHarness.withSQLiteStore(path: path) { store async throws -> Void in
+                try await store.saveServerNonce(hash: Array(repeating: 7, count: 32), expiresAt: Date())
+                #expect(FileManager.default.fileExists(atPath: path + "-wal"), "WAL mode keeps a -wal file")
+            }
+        }
+    }
+
+    @Test func aFileThatCannotBeOpenedIsUnavailable() async throws {
+        let path = FileManager.default.temporaryDirectory
+            .appendingPathComponent("siwa-missing-\(UUID().uuidString)/siwa.sqlite").path
+        await #expect(throws: StoreError.unavailable) {
+            try await SQLAccountStore.sqlite(path: path, logger: StoreHarness.quietLogger)
+        }
+    }
+
+    @Test func aStoreThatIsShutDownIsUnavailable() async throws {
+        try await StoreHarness.withSQLitePath { path in
+            let store = try await SQLAccountStore.sqlite(path: path, logger: StoreHarness.quietLogger)
+            await store.shutdown()
+            await #expect(throws: StoreError.unavailable) { try await store.ping() }
+            await store.shutdown()
+        }
+    }
+
+    @Test func logsHoldNoHashesOrKeys() async throws {
+        let (logger, recording) = LogRecording.logger()
+        try await StoreHarness.withSQLitePath { path in
+            try await StoreHarness.withSQLiteStore(path: path, logger: logger) { store in
+                try await SecretsScenario.run(store, recording: recording)
+            }
+        }
+    }
+}
