@@ -53,7 +53,9 @@ extension SQLAccountStore {
                 """
                 UPDATE refresh_tokens SET used_at = \(bind: now)
                 WHERE hash = \(bind: presented) AND used_at IS NULL AND expires_at > \(bind: now)
-                    AND session_id IN (SELECT id FROM sessions WHERE revoked_at IS NULL)
+                    AND EXISTS (
+                        SELECT 1 FROM sessions WHERE sessions.id = refresh_tokens.session_id AND sessions.revoked_at IS NULL
+                    )
                 RETURNING session_id, user_id
                 """
             ).first()

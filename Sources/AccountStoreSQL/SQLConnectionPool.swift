@@ -14,6 +14,7 @@ where Source.Connection: Sendable {
     private let makeDatabase: @Sendable (Source.Connection) -> any SQLDatabase
     private let afterShutdown: @Sendable () async -> Void
     private let logger: Logger
+    private let writeGate = SQLWriteGate()
     let flavor: SQLFlavor
 
     /// - Parameters:
@@ -45,7 +46,10 @@ where Source.Connection: Sendable {
         lock: SQLTransactionLock?,
         _ body: @escaping @Sendable (any SQLDatabase) async throws -> R
     ) async throws -> R {
-        try await lease { connection in
+        // SQLite: queue writers here rather than in SQLite's sleeping busy handler (see SQLWriteGate).
+        if flavor == .sqlite { await writeGate.acquire() }
+        defer { if flavor == .sqlite { writeGate.release() } }
+        return try await lease { connection in
             let database = self.makeDatabase(connection)
             try await database.raw(self.flavor.begin).run()
             do {
