@@ -249,10 +249,13 @@ let package = Package(
         .testTarget(
             name: "SiwaCLITests",
             dependencies: [
+                "AccountStore",
+                "AccountStoreSQL",
                 "AppleSignIn",
                 "SiwaTesting",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "CryptoExtras", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
         ),

@@ -18,12 +18,17 @@ struct SiwaProcess {
         return packageRoot.appendingPathComponent(".build/debug/siwa")
     }()
 
-    static func run(_ arguments: [String], stdin: String? = nil) throws -> Result {
+    static func run(
+        _ arguments: [String],
+        stdin: String? = nil,
+        environment extra: [String: String] = [:]
+    ) throws -> Result {
         let process = Process()
         process.executableURL = executable
         process.arguments = arguments
         var environment = ProcessInfo.processInfo.environment
         environment["NO_COLOR"] = "1"
+        environment.merge(extra) { $1 }
         process.environment = environment
         let output = Pipe()
         let errors = Pipe()

@@ -1,0 +1,157 @@
+import AccountStore
+import AppleSignIn
+import ArgumentParser
+import AuthServer
+import Foundation
+import Logging
+
+/// Opens the configured store (running its migrations), runs `body`, closes the store.
+private func withConfiguredStore<R>(_ body: (ServerSettings, any AccountStore) async throws -> R) async throws -> R {
+    var logger = Logger(label: "siwa")
+    logger.logLevel = .warning
+    let settings: ServerSettings
+    do {
+        settings = try ServerSettings.load(from: ProcessInfo.processInfo.environment)
+    } catch let problem as ServerSettings.Problem {
+        Terminal.error("error: \(problem)")
+        throw ExitCode(2)
+    }
+    let opened = try await StoreFactory.open(settings, logger: logger)
+    do {
+        let result = try await body(settings, opened.store)
+        await opened.close()
+        return result
+    } catch {
+        await opened.close()
+        throw error
+    }
+}
+
+/// `siwa migrate`: applies the store's migrations (they also run when the server starts).
+struct MigrateCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "migrate",
+        abstract: "Create or upgrade the database schema (SIWA_DATABASE_PATH or SIWA_DATABASE_URL).",
+        discussion: """
+            Example:
+              SIWA_DATABASE_URL=postgres://siwa:secret@127.0.0.1:5432/siwa siwa migrate
+            """
+    )
+
+    func run() async throws {
+        try await withConfiguredStore { settings, store in
+            try await store.ping()
+            print(
+                "database is at the current schema (\(settings.databaseURL == nil ? settings.databasePath : "PostgreSQL"))"
+            )
+        }
+    }
+}
+
+/// `siwa keys rotate`: a new signing key for access tokens; the old one keeps verifying until its tokens expire.
+struct KeysCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "keys",
+        abstract: "Manage the keys that sign siwa's access tokens.",
+        subcommands: [Rotate.self]
+    )
+
+    struct Rotate: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "rotate",
+            abstract: "Add a new current signing key; the previous one keeps verifying until its tokens have expired.",
+            discussion: """
+                Every running instance picks the new key up within seconds.
+
+                Example:
+                  siwa keys rotate
+                """
+        )
+
+        func run() async throws {
+            try await withConfiguredStore { settings, store in
+                let issuer = try await AccessTokenIssuer(
+                    configuration: settings.server,
+                    store: store,
+                    sealer: DataSealer(key: settings.dataKey),
+                    clock: SystemWallClock()
+                )
+                try await issuer.rotate()
+                let keys = try await store.signingKeys()
+                print("current key: \(keys.last?.kid ?? "none") (\(keys.count) key(s) stored)")
+            }
+        }
+    }
+}
+
+/// `siwa users list|show`: look at accounts.
+struct UsersCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "users",
+        abstract: "List and show accounts.",
+        subcommands: [List.self, Show.self]
+    )
+
+    struct List: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "List accounts, oldest first.",
+            discussion: "Example:\n  siwa users list --limit 20 --json"
+        )
+
+        @Option(help: "At most this many accounts.")
+        var limit = 50
+
+        @Option(help: "Start after the account with this id (paging).")
+        var after: String?
+
+        @Flag(help: "Print JSON.")
+        var json = false
+
+        func run() async throws {
+            try await withConfiguredStore { _, store in
+                let users = try await store.users(limit: limit, after: after.flatMap(UserID.init))
+                if json {
+                    print(try UsersCommand.json(users.map(UserResponse.init)))
+                } else {
+                    for user in users {
+                        let name = [user.givenName, user.familyName].compactMap { $0 }.joined(separator: " ")
+                        print("\(user.id)  \(user.email ?? "-")  \(name.isEmpty ? "-" : name)  \(user.createdAt)")
+                    }
+                }
+            }
+        }
+    }
+
+    struct Show: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Show one account, by siwa id or by Apple user id (sub).",
+            discussion: "Example:\n  siwa users show 001234.abcdef0123456789abcdef0123456789.1234"
+        )
+
+        @Argument(help: "A siwa user id or an Apple sub.")
+        var id: String
+
+        func run() async throws {
+            try await withConfiguredStore { _, store in
+                let user: UserRecord?
+                if let userID = UserID(id) {
+                    user = try await store.user(id: userID)
+                } else {
+                    user = try await store.user(appleUserID: AppleUserID(id))
+                }
+                guard let user else {
+                    Terminal.error("error: no account \(id)")
+                    throw ExitCode(1)
+                }
+                print(try UsersCommand.json(UserResponse(user)))
+            }
+        }
+    }
+
+    static func json(_ value: some Encodable) throws -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        encoder.dateEncodingStrategy = .iso8601
+        return String(decoding: try encoder.encode(value), as: UTF8.self)
+    }
+}

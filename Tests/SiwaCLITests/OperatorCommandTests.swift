@@ -1,0 +1,77 @@
+import AccountStore
+import AccountStoreSQL
+import AppleSignIn
+import Foundation
+import Logging
+import Testing
+
+/// `siwa migrate`, `siwa keys rotate` and `siwa users` as subprocesses on a SQLite file.
+@Suite("siwa migrate, keys, users")
+struct OperatorCommandTests {
+    let directory: URL
+    let environment: [String: String]
+
+    init() throws {
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("siwa-ops-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        environment = [
+            "SIWA_DATABASE_PATH": directory.appendingPathComponent("siwa.sqlite").path,
+            "SIWA_DATA_KEY_FILE": directory.appendingPathComponent("data.key").path,
+            "SIWA_BUNDLE_IDS": "com.example.app",
+        ]
+    }
+
+    @Test func migrateCreatesTheDatabase() throws {
+        let result = try SiwaProcess.run(["migrate"], environment: environment)
+        #expect(result.status == 0)
+        #expect(result.stdout.contains("current schema"))
+        #expect(FileManager.default.fileExists(atPath: environment["SIWA_DATABASE_PATH"]!))
+        let broken = try SiwaProcess.run(["migrate"], environment: environment.merging(["SIWA_PORT": "http"]) { $1 })
+        #expect(broken.status == 2)
+        #expect(broken.stderr.contains("SIWA_PORT"))
+    }
+
+    @Test func keysRotateAddsAKeyEachTime() throws {
+        let first = try SiwaProcess.run(["keys", "rotate"], environment: environment)
+        #expect(first.status == 0)
+        #expect(first.stdout.contains("(2 key(s) stored)"))  // the first key, then the rotated one
+        let second = try SiwaProcess.run(["keys", "rotate"], environment: environment)
+        #expect(second.stdout.contains("(3 key(s) stored)"))
+    }
+
+    @Test func usersListAndShow() async throws {
+        let store = try await SQLAccountStore.sqlite(
+            path: environment["SIWA_DATABASE_PATH"]!,
+            logger: Logger(label: "test")
+        )
+        let outcome = try await store.signIn(
+            AppleSignInFacts(
+                appleUserID: AppleUserID("001111.aaaa.2222"),
+                clientID: "com.example.app",
+                email: "ops@example.com",
+                emailVerified: true,
+                isPrivateEmail: false,
+                givenName: "Ops",
+                familyName: "Person"
+            ),
+            now: Date()
+        )
+        await store.shutdown()
+
+        let list = try SiwaProcess.run(["users", "list", "--json"], environment: environment)
+        #expect(list.status == 0)
+        let users = try #require(try JSONSerialization.jsonObject(with: Data(list.stdout.utf8)) as? [[String: Any]])
+        #expect(users.count == 1)
+        #expect(users.first?["id"] as? String == outcome.user.id.description)
+        #expect(users.first?["displayName"] as? String == "Ops Person")
+
+        let byApple = try SiwaProcess.run(["users", "show", "001111.aaaa.2222"], environment: environment)
+        #expect(byApple.status == 0)
+        #expect(byApple.stdout.contains("ops@example.com"))
+        let byID = try SiwaProcess.run(["users", "show", outcome.user.id.description], environment: environment)
+        #expect(byID.stdout.contains("\"givenName\":\"Ops\""))
+        let missing = try SiwaProcess.run(["users", "show", "nobody"], environment: environment)
+        #expect(missing.status == 1)
+        #expect(missing.stderr.contains("no account nobody"))
+    }
+}
