@@ -9,13 +9,7 @@ import Logging
 private func withConfiguredStore<R>(_ body: (ServerSettings, any AccountStore) async throws -> R) async throws -> R {
     var logger = Logger(label: "siwa")
     logger.logLevel = .warning
-    let settings: ServerSettings
-    do {
-        settings = try ServerSettings.load(from: ProcessInfo.processInfo.environment)
-    } catch let problem as ServerSettings.Problem {
-        Terminal.error("error: \(problem)")
-        throw ExitCode(2)
-    }
+    let settings = try ServerSettings.loadOrExit()
     let opened = try await StoreFactory.open(settings, logger: logger)
     do {
         let result = try await body(settings, opened.store)

@@ -25,13 +25,7 @@ struct ServeCommand: AsyncParsableCommand {
     func run() async throws {
         var logger = Logger(label: "siwa")
         logger.logLevel = .info
-        let settings: ServerSettings
-        do {
-            settings = try ServerSettings.load(from: ProcessInfo.processInfo.environment)
-        } catch let problem as ServerSettings.Problem {
-            Terminal.error("error: \(problem)")
-            throw ExitCode(2)
-        }
+        let settings = try ServerSettings.loadOrExit()
         let store = try await StoreFactory.open(settings, logger: logger)
         do {
             let app = try await buildApplication(

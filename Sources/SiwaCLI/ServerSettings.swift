@@ -1,4 +1,5 @@
 import AppleSignIn
+import ArgumentParser
 import AuthServer
 import Crypto
 import Foundation
@@ -20,6 +21,16 @@ struct ServerSettings {
         let variable: String
         let fix: String
         var description: String { "\(variable): \(fix)" }
+    }
+
+    /// Reads the settings from the process environment; a bad value is reported naming its variable and exits 2.
+    static func loadOrExit() throws -> ServerSettings {
+        do {
+            return try load(from: ProcessInfo.processInfo.environment)
+        } catch let problem as Problem {
+            Terminal.error("error: \(problem)")
+            throw ExitCode(2)
+        }
     }
 
     /// Reads the settings from `environment`.
