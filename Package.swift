@@ -197,6 +197,7 @@ let package = Package(
             name: "AuthServerTests",
             dependencies: [
                 "AccountStore",
+                "AccountStoreSQL",
                 "AppleIDEmulator",
                 "AppleSignIn",
                 "AppleSignInAsyncHTTPClient",
@@ -207,6 +208,7 @@ let package = Package(
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
             ],
             swiftSettings: swiftSettings
