@@ -1,3 +1,4 @@
+import AppleSignIn
 public import HTTPTypes
 public import Hummingbird
 import NIOCore
@@ -21,9 +22,9 @@ public struct AuthServerError: Error, HTTPResponseError, CustomStringConvertible
 
     public func response(from request: Request, context: some RequestContext) throws -> Response {
         var out: [UInt8] = Array("{\"error\":".utf8)
-        JSONText.appendString(code, to: &out)
+        JSONWriter.appendString(code, to: &out)
         out.append(contentsOf: ",\"message\":".utf8)
-        JSONText.appendString(message, to: &out)
+        JSONWriter.appendString(message, to: &out)
         out.append(UInt8(ascii: "}"))
         var fields = headers
         fields[.contentType] = "application/json; charset=utf-8"

@@ -290,3 +290,16 @@ struct RecordingTransport: SiwaClientTransport {
         return (data, response)
     }
 }
+
+extension SiwaClient {
+    /// Signs in with everything a device credential holds and no nonce.
+    func signIn(_ credential: ClientHarness.AppleCredential) async throws -> Session {
+        try await signIn(
+            identityToken: credential.identityToken,
+            authorizationCode: credential.authorizationCode,
+            fullName: credential.fullName,
+            email: credential.email,
+            nonce: nil
+        )
+    }
+}

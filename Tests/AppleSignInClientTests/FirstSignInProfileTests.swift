@@ -21,7 +21,7 @@ struct FirstSignInProfileTests {
             #expect(first.fullName?.givenName == "Jane")
 
             let error = try await #require(throws: SiwaClientError.self) {
-                try await signIn(failingClient(failure, harness, store), first)
+                try await failingClient(failure, harness, store).signIn(first)
             }
             switch failure {
             case .serviceUnavailable:
@@ -41,7 +41,7 @@ struct FirstSignInProfileTests {
             // Apple does not give the name again; the client sends the one it kept.
             let second = try await harness.appleCredential("jane@example.com")
             #expect(second.fullName == nil)
-            let session = try await signIn(harness.client(tokenStore: store), second)
+            let session = try await harness.client(tokenStore: store).signIn(second)
             #expect(session.isNewUser)
             #expect(session.user.givenName == "Jane")
             #expect(session.user.familyName == "Appleseed")
@@ -56,17 +56,17 @@ struct FirstSignInProfileTests {
             await transport.log.fail("/auth/apple/native", status: 503)
             let client = harness.client(tokenStore: store, transport: transport)
             let jane = try await harness.appleCredential("jane@example.com", givenName: "Jane")
-            await #expect(throws: SiwaClientError.self) { try await signIn(client, jane) }
+            await #expect(throws: SiwaClientError.self) { try await client.signIn(jane) }
 
             // Someone else signs in for the first time on the same device (Apple gives John's email, no name):
             // Jane's name is not his, and stays kept for her.
             let johnCredential = try await harness.appleCredential("john@example.com")
             #expect(johnCredential.email == "john@example.com")
-            let john = try await signIn(client, johnCredential)
+            let john = try await client.signIn(johnCredential)
             #expect(john.user.givenName == nil)
             #expect(store.read().pendingProfiles.map(\.givenName) == ["Jane"])
 
-            let janeAgain = try await signIn(client, try await harness.appleCredential("jane@example.com"))
+            let janeAgain = try await client.signIn(try await harness.appleCredential("jane@example.com"))
             #expect(janeAgain.user.givenName == "Jane")
             #expect(store.read().pendingProfiles.isEmpty)
         }
@@ -128,18 +128,5 @@ struct FirstSignInProfileTests {
                 transport: RecordingTransport()
             )
         }
-    }
-
-    private func signIn(
-        _ client: SiwaClient,
-        _ credential: ClientHarness.AppleCredential
-    ) async throws -> Session {
-        try await client.signIn(
-            identityToken: credential.identityToken,
-            authorizationCode: credential.authorizationCode,
-            fullName: credential.fullName,
-            email: credential.email,
-            nonce: nil
-        )
     }
 }

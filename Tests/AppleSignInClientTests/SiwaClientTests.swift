@@ -54,8 +54,8 @@ struct SiwaClientTests {
     @Test func returningUserIsNotNew() async throws {
         try await ClientHarness.run { harness in
             let client = harness.client()
-            let first = try await signIn(client, try await harness.appleCredential("back@example.com", givenName: "Bo"))
-            let again = try await signIn(client, try await harness.appleCredential("back@example.com"))
+            let first = try await client.signIn(try await harness.appleCredential("back@example.com", givenName: "Bo"))
+            let again = try await client.signIn(try await harness.appleCredential("back@example.com"))
             #expect(again.isNewUser == false)
             #expect(again.user.id == first.user.id)
             #expect(again.user.givenName == "Bo")
@@ -69,7 +69,7 @@ struct SiwaClientTests {
             let transport = RecordingTransport()
             let client = harness.client(tokenStore: store, transport: transport)
             let error = try await #require(throws: SiwaClientError.self) {
-                try await signIn(client, credential)
+                try await client.signIn(credential)
             }
             #expect(error.code == .server)
             #expect(error.status == 401)
@@ -109,7 +109,7 @@ struct SiwaClientTests {
             let store = InMemoryTokenStore()
             let transport = RecordingTransport()
             let client = harness.client(tokenStore: store, transport: transport)
-            _ = try await signIn(client, try await harness.appleCredential("bye@example.com"))
+            _ = try await client.signIn(try await harness.appleCredential("bye@example.com"))
             let refreshToken = try #require(store.read().tokens?.refreshToken)
 
             try await client.signOut()
@@ -130,18 +130,5 @@ struct SiwaClientTests {
         #expect(first != SiwaClientError(.notSignedIn, "one"))
         #expect(!first.description.contains("eyJ"))
         #expect(first.description.contains("invalid_token"))
-    }
-
-    private func signIn(
-        _ client: SiwaClient,
-        _ credential: ClientHarness.AppleCredential
-    ) async throws -> Session {
-        try await client.signIn(
-            identityToken: credential.identityToken,
-            authorizationCode: credential.authorizationCode,
-            fullName: credential.fullName,
-            email: credential.email,
-            nonce: nil
-        )
     }
 }

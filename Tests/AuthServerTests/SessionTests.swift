@@ -140,6 +140,35 @@ struct SessionTests {
         }
     }
 
+    @Test func keyRotatedByAnotherInstanceIsPickedUpAndOldTokensKeepWorking() async throws {
+        try await ServerHarness.run { harness in
+            let before = try await harness.signIn("keys@example.com")
+            let oldAccess = try #require(before.json.string("accessToken"))
+            // Another instance on the same store and data key rotates (what `siwa keys rotate` does).
+            let other = try await AccessTokenIssuer(
+                configuration: AuthServerConfiguration(),
+                store: harness.store,
+                sealer: DataSealer(key: harness.dataKey),
+                clock: harness.clock
+            )
+            try await other.rotate()
+            let newKid = try #require(try await harness.store.signingKeys().last?.kid)
+            var published = false
+            for _ in 0..<50 where !published {
+                let jwks = try await harness.call(.get, "/.well-known/jwks.json")
+                published = (jwks.json["keys"] as? [[String: String]])?.contains { $0["kid"] == newKid } == true
+                if !published { try await Task.sleep(for: .milliseconds(100)) }
+            }
+            #expect(published)
+            let after = try await harness.signIn("keys@example.com")
+            let newAccess = try #require(after.json.string("accessToken"))
+            let header = try #require(Data(base64Encoded: base64(String(newAccess.split(separator: ".")[0]))))
+            #expect(String(decoding: header, as: UTF8.self).contains(newKid))
+            #expect(try await harness.call(.get, "/api/me", bearer: newAccess).status == .ok)
+            #expect(try await harness.call(.get, "/api/me", bearer: oldAccess).status == .ok)
+        }
+    }
+
     @Test func healthAndReadiness() async throws {
         try await ServerHarness.run { harness in
             let health = try await harness.call(.get, "/healthz")

@@ -197,7 +197,8 @@ actor EmulatorState {
         let link = link(appleID, team: teamID)
         let (email, isPrivate) = visibleEmail(appleID, team: teamID)
         let nowSeconds = Int(now().timeIntervalSince1970)
-        let expiry = lifetime >= 0 ? nowSeconds + lifetime : nowSeconds + lifetime
+        // A negative lifetime gives an already expired token, issued the usual 600 s before it expired.
+        let expiry = nowSeconds + lifetime
         let issued = lifetime >= 0 ? nowSeconds : expiry - 600
         let transfer = records.transfers.last {
             $0.appleID == appleID && $0.toTeam == teamID && now().timeIntervalSince($0.createdAt) < 60 * 86_400
@@ -405,7 +406,7 @@ actor EmulatorState {
         save()
     }
 
-    /// Whether a refresh token still works (for tests through the control API's log, and for `revoke-consent`).
+    /// Revokes every refresh and access token of one Apple ID with one team (consent revoked, account deleted).
     private func revokeTokens(appleID: String, teamID: String) {
         for (key, record) in records.refreshTokens where record.appleID == appleID && record.teamID == teamID {
             records.refreshTokens[key]?.revoked = true
@@ -533,7 +534,8 @@ actor EmulatorState {
         guard let (team, client) = configuration.team(ofClient: clientID) else {
             throw AppleOAuthError.invalidClient("unknown clientId")
         }
-        guard let appleID = records.appleIDs[email.lowercased()].map({ _ in email.lowercased() }) else {
+        let appleID = email.lowercased()
+        guard records.appleIDs[appleID] != nil else {
             throw AppleOAuthError(httpCode: 404, error: "unknown_apple_id", description: "no Apple ID \(email)")
         }
         let link = link(appleID, team: team.teamID)
@@ -621,11 +623,6 @@ actor EmulatorState {
             return ["sub": link.sub, "email": email, "is_private_email": isPrivate ? "true" : "false"]
         }
         throw .invalidRequest("give sub and target, or transfer_sub")
-    }
-
-    /// The user stops using Sign in with Apple with the team's apps.
-    func revokeConsent(clientID: String, email: String) async throws -> (url: String?, body: [UInt8]) {
-        try await notification(clientID: clientID, email: email, type: "consent-revoked")
     }
 
     // MARK: Persistence and randomness

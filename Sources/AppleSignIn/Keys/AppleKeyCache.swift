@@ -96,16 +96,6 @@ public final class AppleKeyCache: Sendable {
         }
     }
 
-    /// Fetches the key set now unless a fetch ran within ``minimumRefetchInterval`` (for a background refresher).
-    public func refresh() async throws(AppleSignInError) {
-        let shouldFetch = state.withLock { state -> Bool in
-            guard !state.fetching, !isRateLimited(state, now: clock.now) else { return false }
-            state.fetching = true
-            return true
-        }
-        if shouldFetch { try await fetch(reason: nil) }
-    }
-
     private func isRateLimited(_ state: State, now: Date) -> Bool {
         guard let last = state.lastAttempt else { return false }
         let interval = state.keys.isEmpty ? emptyRetryInterval : minimumRefetchInterval

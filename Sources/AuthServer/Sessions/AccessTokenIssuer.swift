@@ -19,6 +19,8 @@ public final class AccessTokenIssuer: Sendable {
     private struct Keys {
         var currentKid: String
         var signing: P256.Signing.PrivateKey
+        /// Every opened private key by kid: a kid never changes its key, so reloads open only new ones.
+        var opened: [String: P256.Signing.PrivateKey]
         var verifying: [String: P256.Signing.PublicKey]
         /// kid → retiredAt, to publish keys only while their tokens may live.
         var retiredAt: [String: Date]
@@ -64,7 +66,8 @@ public final class AccessTokenIssuer: Sendable {
 
     /// Re-reads the keys from the store (another instance may have rotated).
     public func reload() async throws {
-        if let loaded = try await Self.load(store: store, sealer: sealer) {
+        let known = keys.withLock { $0.opened }
+        if let loaded = try await Self.load(store: store, sealer: sealer, known: known) {
             keys.withLock { $0 = loaded }
         }
     }
@@ -77,20 +80,35 @@ public final class AccessTokenIssuer: Sendable {
         )
     }
 
-    private static func load(store: any AccountStore, sealer: DataSealer) async throws -> Keys? {
+    /// Reads the key records; only keys not in `known` are unsealed and parsed.
+    private static func load(
+        store: any AccountStore,
+        sealer: DataSealer,
+        known: [String: P256.Signing.PrivateKey] = [:]
+    ) async throws -> Keys? {
         let records = try await store.signingKeys()
         guard let current = records.last(where: { $0.retiredAt == nil }) ?? records.last else { return nil }
         var verifying: [String: P256.Signing.PublicKey] = [:]
         var retiredAt: [String: Date] = [:]
+        var opened: [String: P256.Signing.PrivateKey] = [:]
         var signing: P256.Signing.PrivateKey?
         for record in records {
-            let privateKey = try P256.Signing.PrivateKey(rawRepresentation: try sealer.open(record.sealedPrivateKey))
+            let privateKey =
+                try known[record.kid]
+                ?? P256.Signing.PrivateKey(rawRepresentation: try sealer.open(record.sealedPrivateKey))
+            opened[record.kid] = privateKey
             verifying[record.kid] = privateKey.publicKey
             retiredAt[record.kid] = record.retiredAt
             if record.kid == current.kid { signing = privateKey }
         }
         guard let signing else { return nil }
-        return Keys(currentKid: current.kid, signing: signing, verifying: verifying, retiredAt: retiredAt)
+        return Keys(
+            currentKid: current.kid,
+            signing: signing,
+            opened: opened,
+            verifying: verifying,
+            retiredAt: retiredAt
+        )
     }
 
     /// Signs an access token for `userID` in `sessionID`.
