@@ -33,8 +33,28 @@ public protocol AccountStore: Sendable {
     /// Accounts ordered by creation, at most `limit`, after the one with id `after` (for paging).
     func users(limit: Int, after: UserID?) async throws(StoreError) -> [UserRecord]
 
-    /// Deletes the account, its sessions, refresh tokens and Apple token. Returns whether it existed.
-    func deleteUser(id: UserID) async throws(StoreError) -> Bool
+    /// Deletes (or anonymises) the account in one transaction: its sessions end, its refresh tokens and Apple token
+    /// go, and the deletion is recorded for ``deletedAccounts(since:)``. With `queueAppleRevocation`, a kept Apple
+    /// token moves to the revocation queue in that same transaction, so a crash cannot lose it. Returns `nil` when
+    /// there is no such account.
+    func deleteUser(
+        id: UserID,
+        mode: AccountDeletionMode,
+        queueAppleRevocation: Bool,
+        now: Date
+    ) async throws(StoreError) -> DeletedAccount?
+
+    /// Accounts deleted or anonymised at or after `since`, for the revocation lists and user caches of every instance.
+    func deletedAccounts(since: Date) async throws(StoreError) -> [AccountDeletion]
+
+    /// Accounts changed (updated, deleted or anonymised) at or after `since`, for user caches.
+    func usersChanged(since: Date) async throws(StoreError) -> [UserID]
+
+    /// Apple ended the user's consent (`consent-revoked`, or `invalid_grant` when validating): every session ends,
+    /// the Apple token is dropped and the account is marked with ``UserRecord/appleConsentRevokedAt`` until the next
+    /// Apple sign-in. Returns the sessions ended.
+    @discardableResult
+    func endAppleConsent(userID: UserID, now: Date) async throws(StoreError) -> [SessionID]
 
     // MARK: Apple refresh tokens
 
@@ -43,6 +63,53 @@ public protocol AccountStore: Sendable {
 
     /// The user's Apple refresh token, if one is kept.
     func appleToken(userID: UserID) async throws(StoreError) -> AppleTokenRecord?
+
+    /// Apple tokens last validated before `validatedBefore` (never-validated ones first), at most `limit`.
+    func appleTokensDue(validatedBefore: Date, limit: Int) async throws(StoreError) -> [AppleTokenRecord]
+
+    /// Claims the validation of one user's Apple token: when it was last validated before `validatedBefore`, marks
+    /// it validated at `now` and returns it; otherwise `nil`. Of racing claims (on any instance) exactly one wins.
+    func claimAppleTokenValidation(
+        userID: UserID,
+        validatedBefore: Date,
+        now: Date
+    ) async throws(StoreError) -> AppleTokenRecord?
+
+    /// Sets when the token counts as last validated (to retry sooner after Apple could not be reached).
+    func setAppleTokenValidated(userID: UserID, at: Date) async throws(StoreError)
+
+    // MARK: Apple revocation queue
+
+    /// Queued revocations whose next attempt is due at `now`, oldest first, at most `limit`.
+    func dueAppleRevocations(now: Date, limit: Int) async throws(StoreError) -> [PendingAppleRevocation]
+
+    /// Removes a revocation Apple confirmed (or that can never succeed).
+    func finishAppleRevocation(id: UUID) async throws(StoreError)
+
+    /// Records a failed attempt and when to try again.
+    func postponeAppleRevocation(id: UUID, until: Date, error: String) async throws(StoreError)
+
+    // MARK: Apple notifications
+
+    /// Applies a verified notification once: the first delivery of `event.eventKey` performs `action` on the account
+    /// of `event.appleUserID` (if any) and logs the event, in one transaction; later deliveries change nothing and
+    /// answer ``AppleNotificationOutcome/duplicate(_:)``. The store fills `userID` and `outcome`.
+    func applyAppleNotification(
+        _ event: AppleNotificationRecord,
+        action: AppleNotificationAction,
+        now: Date
+    ) async throws(StoreError) -> AppleNotificationOutcome
+
+    /// The notification audit log, newest first, at most `limit`.
+    func appleNotifications(limit: Int) async throws(StoreError) -> [AppleNotificationRecord]
+
+    // MARK: Web sign-in states
+
+    /// Keeps a pending web sign-in until its expiry. Fails with ``StoreError/Code/duplicate`` for a known state.
+    func saveWebFlowState(_ state: WebFlowState) async throws(StoreError)
+
+    /// Uses up a pending web sign-in: ``WebFlowStateOutcome/consumed(_:)`` exactly once, while unexpired.
+    func consumeWebFlowState(stateHash: [UInt8], now: Date) async throws(StoreError) -> WebFlowStateOutcome
 
     // MARK: Sessions
 
@@ -91,6 +158,12 @@ public protocol AccountStore: Sendable {
     /// Adds a key and retires the current one at `key.createdAt`. Fails with ``StoreError/Code/duplicate`` for a
     /// `kid` already stored.
     func addSigningKey(_ key: SigningKeyRecord) async throws(StoreError)
+
+    // MARK: Housekeeping
+
+    /// Deletes what can no longer be used: expired server nonces and web states, refresh tokens and revoked
+    /// sessions past `retention` after their expiry or revocation, and deletion records older than `retention`.
+    func purgeExpired(now: Date, retention: TimeInterval) async throws(StoreError) -> PurgeResult
 
     // MARK: Health
 

@@ -27,6 +27,10 @@ public actor InMemoryAccountStore: AccountStore {
     private var tokens: [[UInt8]: StoredToken] = [:]
     private var nonces: [[UInt8]: Date] = [:]
     private var keys: [SigningKeyRecord] = []
+    private var deletions: [AccountDeletion] = []
+    private var revocationQueue: [UUID: PendingAppleRevocation] = [:]
+    private var notifications: [AppleNotificationRecord] = []
+    private var webStates: [[UInt8]: (state: WebFlowState, usedAt: Date?)] = [:]
 
     public init() {}
 
@@ -41,6 +45,7 @@ public actor InMemoryAccountStore: AccountStore {
             if user.familyName == nil, let family = facts.familyName, !family.isEmpty { user.familyName = family }
             user.clientID = facts.clientID
             user.updatedAt = now
+            user.appleConsentRevokedAt = nil
             users[id] = user
             return SignInOutcome(user: user, isNewUser: false)
         }
@@ -72,15 +77,180 @@ public actor InMemoryAccountStore: AccountStore {
         return creationOrder[min(start, creationOrder.count)...].prefix(max(0, limit)).compactMap { users[$0] }
     }
 
-    public func deleteUser(id: UserID) -> Bool {
-        guard let user = users.removeValue(forKey: id) else { return false }
-        userByApple[user.appleUserID] = nil
-        creationOrder.removeAll { $0 == id }
+    public func deleteUser(
+        id: UserID,
+        mode: AccountDeletionMode,
+        queueAppleRevocation: Bool,
+        now: Date
+    ) -> DeletedAccount? {
+        guard let user = users[id] else { return nil }
+        let ended = revokeSessions(userID: id, now: now)
+        var queued: PendingAppleRevocation?
+        if queueAppleRevocation, let token = appleTokens[id] {
+            let pending = PendingAppleRevocation(
+                userID: id,
+                clientID: token.clientID,
+                encryptedRefreshToken: token.encryptedRefreshToken,
+                createdAt: now,
+                nextAttemptAt: now
+            )
+            revocationQueue[pending.id] = pending
+            queued = pending
+        }
         appleTokens[id] = nil
-        let sessionIDs = sessions.filter { $0.value.userID == id }.map(\.key)
-        for sessionID in sessionIDs { sessions[sessionID] = nil }
         tokens = tokens.filter { $0.value.record.userID != id }
-        return true
+        userByApple[user.appleUserID] = nil
+        switch mode {
+        case .delete:
+            users[id] = nil
+            creationOrder.removeAll { $0 == id }
+            for sessionID in sessions.filter({ $0.value.userID == id }).map(\.key) { sessions[sessionID] = nil }
+        case .anonymise:
+            var anonymised = user
+            anonymised.appleUserID = AppleUserID("anonymised:\(id)")
+            anonymised.email = nil
+            anonymised.emailVerified = false
+            anonymised.isPrivateEmail = false
+            anonymised.givenName = nil
+            anonymised.familyName = nil
+            anonymised.updatedAt = now
+            users[id] = anonymised
+            userByApple[anonymised.appleUserID] = id
+        }
+        deletions.append(AccountDeletion(userID: id, deletedAt: now))
+        return DeletedAccount(user: user, endedSessions: ended, queuedRevocation: queued)
+    }
+
+    public func deletedAccounts(since: Date) -> [AccountDeletion] { deletions.filter { $0.deletedAt >= since } }
+
+    public func usersChanged(since: Date) -> [UserID] {
+        var changed = Set(users.values.filter { $0.updatedAt >= since }.map(\.id))
+        for deletion in deletions where deletion.deletedAt >= since { changed.insert(deletion.userID) }
+        return Array(changed)
+    }
+
+    public func endAppleConsent(userID: UserID, now: Date) -> [SessionID] {
+        guard users[userID] != nil else { return [] }
+        let ended = revokeSessions(userID: userID, now: now)
+        appleTokens[userID] = nil
+        users[userID]?.appleConsentRevokedAt = now
+        users[userID]?.updatedAt = now
+        return ended
+    }
+
+    public func appleTokensDue(validatedBefore: Date, limit: Int) -> [AppleTokenRecord] {
+        let due = appleTokens.values.filter { ($0.lastValidatedAt ?? .distantPast) < validatedBefore }
+        return Array(
+            due.sorted {
+                ($0.lastValidatedAt ?? .distantPast, $0.userID.description)
+                    < ($1.lastValidatedAt ?? .distantPast, $1.userID.description)
+            }.prefix(max(0, limit))
+        )
+    }
+
+    public func claimAppleTokenValidation(userID: UserID, validatedBefore: Date, now: Date) -> AppleTokenRecord? {
+        guard var token = appleTokens[userID], (token.lastValidatedAt ?? .distantPast) < validatedBefore else {
+            return nil
+        }
+        token.lastValidatedAt = now
+        appleTokens[userID] = token
+        return token
+    }
+
+    public func setAppleTokenValidated(userID: UserID, at date: Date) {
+        appleTokens[userID]?.lastValidatedAt = date
+    }
+
+    public func dueAppleRevocations(now: Date, limit: Int) -> [PendingAppleRevocation] {
+        Array(
+            revocationQueue.values.filter { $0.nextAttemptAt <= now }
+                .sorted { ($0.createdAt, $0.id.uuidString) < ($1.createdAt, $1.id.uuidString) }
+                .prefix(max(0, limit))
+        )
+    }
+
+    public func finishAppleRevocation(id: UUID) { revocationQueue[id] = nil }
+
+    public func postponeAppleRevocation(id: UUID, until: Date, error: String) {
+        revocationQueue[id]?.attempts += 1
+        revocationQueue[id]?.nextAttemptAt = until
+        revocationQueue[id]?.lastError = error
+    }
+
+    public func applyAppleNotification(
+        _ event: AppleNotificationRecord,
+        action: AppleNotificationAction,
+        now: Date
+    ) -> AppleNotificationOutcome {
+        if let earlier = notifications.first(where: { $0.eventKey == event.eventKey }) { return .duplicate(earlier) }
+        var record = event
+        record.receivedAt = now
+        var ended: [SessionID] = []
+        var deleted: UserID?
+        if let id = userByApple[event.appleUserID] {
+            record.userID = id
+            record.outcome = "applied"
+            switch action {
+            case .endConsent:
+                ended = endAppleConsent(userID: id, now: now)
+            case .deleteAccount(let mode):
+                ended = deleteUser(id: id, mode: mode, queueAppleRevocation: false, now: now)?.endedSessions ?? []
+                deleted = id
+            case .setEmailForwarding(let forwarding):
+                users[id]?.emailForwarding = forwarding
+                users[id]?.updatedAt = now
+            case .none:
+                record.outcome = "ignored"
+            }
+        } else {
+            record.userID = nil
+            record.outcome = "unknown_user"
+        }
+        notifications.append(record)
+        return .applied(record, endedSessions: ended, deletedUser: deleted)
+    }
+
+    public func appleNotifications(limit: Int) -> [AppleNotificationRecord] {
+        Array(notifications.reversed().prefix(max(0, limit)))
+    }
+
+    public func saveWebFlowState(_ state: WebFlowState) throws(StoreError) {
+        guard webStates[state.stateHash] == nil else { throw StoreError(.duplicate, "web state exists") }
+        webStates[state.stateHash] = (state, nil)
+    }
+
+    public func consumeWebFlowState(stateHash: [UInt8], now: Date) -> WebFlowStateOutcome {
+        guard let stored = webStates[stateHash] else { return .notFound }
+        if stored.usedAt != nil { return .alreadyUsed }
+        if stored.state.expiresAt <= now { return .expired }
+        webStates[stateHash]?.usedAt = now
+        return .consumed(stored.state)
+    }
+
+    public func purgeExpired(now: Date, retention: TimeInterval) -> PurgeResult {
+        let cutoff = now.addingTimeInterval(-retention)
+        let nonceCount = nonces.count
+        nonces = nonces.filter { $0.value > now }
+        let stateCount = webStates.count
+        webStates = webStates.filter { $0.value.state.expiresAt > now }
+        let tokenCount = tokens.count
+        tokens = tokens.filter { $0.value.record.expiresAt > cutoff }
+        let sessionCount = sessions.count
+        sessions = sessions.filter { id, session in
+            if let revokedAt = session.revokedAt { return revokedAt > cutoff }
+            return tokens.values.contains { $0.record.sessionID == id } || session.createdAt > cutoff
+        }
+        let liveSessions = Set(sessions.keys)
+        tokens = tokens.filter { liveSessions.contains($0.value.record.sessionID) }
+        let deletionCount = deletions.count
+        deletions = deletions.filter { $0.deletedAt > cutoff }
+        return PurgeResult(
+            serverNonces: nonceCount - nonces.count,
+            webFlowStates: stateCount - webStates.count,
+            refreshTokens: tokenCount - tokens.count,
+            sessions: sessionCount - sessions.count,
+            accountDeletions: deletionCount - deletions.count
+        )
     }
 
     public func saveAppleToken(_ token: AppleTokenRecord) throws(StoreError) {

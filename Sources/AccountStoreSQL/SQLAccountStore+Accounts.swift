@@ -39,7 +39,8 @@ extension SQLAccountStore {
                         is_private_email = COALESCE(\(bind: newIsPrivateEmail), is_private_email),
                         given_name = COALESCE(given_name, \(bind: givenName)),
                         family_name = COALESCE(family_name, \(bind: familyName)),
-                        updated_at = \(bind: now)
+                        updated_at = \(bind: now),
+                        apple_consent_revoked_at = NULL
                     WHERE apple_user_id = \(bind: appleUserID)
                     RETURNING \(unsafeRaw: SQLRecords.userColumns)
                     """
@@ -115,21 +116,6 @@ extension SQLAccountStore {
                 ).all()
             }
             return try rows.map(SQLRecords.user)
-        }
-    }
-
-    public func deleteUser(id: UserID) async throws(StoreError) -> Bool {
-        let id = id.description
-        return try await write("delete a user") { database in
-            try await database.raw(
-                """
-                DELETE FROM refresh_tokens
-                WHERE user_id = \(bind: id) OR session_id IN (SELECT id FROM sessions WHERE user_id = \(bind: id))
-                """
-            ).run()
-            try await database.raw("DELETE FROM sessions WHERE user_id = \(bind: id)").run()
-            try await database.raw("DELETE FROM apple_tokens WHERE user_id = \(bind: id)").run()
-            return try await database.raw("DELETE FROM users WHERE id = \(bind: id) RETURNING id").first() != nil
         }
     }
 

@@ -73,7 +73,58 @@ enum SQLSchema {
                 retired_at BIGINT
             )
             """,
-        ]
+        ],
+        // 2: account lifecycle and the web flow.
+        [
+            "ALTER TABLE users ADD COLUMN apple_consent_revoked_at BIGINT",
+            "CREATE INDEX users_by_update ON users (updated_at)",
+            "CREATE INDEX apple_tokens_by_validation ON apple_tokens (last_validated_at)",
+            "CREATE INDEX refresh_tokens_by_expiry ON refresh_tokens (expires_at)",
+            """
+            CREATE TABLE account_deletions (
+                user_id TEXT NOT NULL,
+                deleted_at BIGINT NOT NULL,
+                PRIMARY KEY (user_id, deleted_at)
+            )
+            """,
+            "CREATE INDEX account_deletions_by_time ON account_deletions (deleted_at)",
+            """
+            CREATE TABLE apple_revocations (
+                id TEXT NOT NULL PRIMARY KEY,
+                user_id TEXT NOT NULL,
+                client_id TEXT NOT NULL,
+                sealed_refresh_token TEXT NOT NULL,
+                created_at BIGINT NOT NULL,
+                attempts BIGINT NOT NULL,
+                next_attempt_at BIGINT NOT NULL,
+                last_error TEXT
+            )
+            """,
+            "CREATE INDEX apple_revocations_by_due ON apple_revocations (next_attempt_at)",
+            """
+            CREATE TABLE apple_notifications (
+                event_key TEXT NOT NULL PRIMARY KEY,
+                type TEXT NOT NULL,
+                apple_user_id TEXT NOT NULL,
+                user_id TEXT,
+                event_time BIGINT NOT NULL,
+                received_at BIGINT NOT NULL,
+                outcome TEXT NOT NULL
+            )
+            """,
+            "CREATE INDEX apple_notifications_by_time ON apple_notifications (received_at)",
+            """
+            CREATE TABLE web_flow_states (
+                state_hash TEXT NOT NULL PRIMARY KEY,
+                nonce TEXT NOT NULL,
+                return_url TEXT NOT NULL,
+                created_at BIGINT NOT NULL,
+                expires_at BIGINT NOT NULL,
+                used_at BIGINT
+            )
+            """,
+            "CREATE INDEX web_flow_states_by_expiry ON web_flow_states (expires_at)",
+        ],
     ]
 
     /// The schema version this build of siwa writes.

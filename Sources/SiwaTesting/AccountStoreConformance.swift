@@ -56,30 +56,31 @@ public enum AccountStoreConformance {
     }
 
     /// Every check, in the order of the protocol's declarations.
-    public static let checks: [Check] = [
-        Check("signIn creates the account, then finds it", signInCreatesThenFinds),
-        Check("signIn takes a later email and keeps it when none is sent", signInUpdatesEmail),
-        Check("signIn fills a missing name once and never replaces or blanks it", signInKeepsTheFirstName),
-        Check("20 concurrent first sign-ins create one account", concurrentFirstSignInsCreateOneAccount),
-        Check("user(id:) and user(appleUserID:) find only existing accounts", usersAreFoundByEitherID),
-        Check("users(limit:after:) pages in creation order", usersArePagedInCreationOrder),
-        Check("deleteUser removes the account, its Apple token, sessions and tokens", deleteUserRemovesEverything),
-        Check("saveAppleToken replaces the token and needs an existing user", appleTokenIsReplaced),
-        Check("createSession needs a user and a new token hash", createSessionNeedsUserAndNewHash),
-        Check("a rotated token presented again is reuse and revokes the session", rotationDetectsReuse),
-        Check("rotation answers expired and notFound", rotationAnswersExpiredAndNotFound),
-        Check("10 concurrent rotations of one token rotate it once", concurrentRotationsRotateOnce),
-        Check("the next token takes session and user from the presented one", nextTokenTakesPresentedIDs),
-        Check("a failed rotation leaves the token current", failedRotationChangesNothing),
-        Check("session(refreshTokenHash:) finds the token's session", sessionIsFoundByTokenHash),
-        Check("revokeSession revokes once", revokeSessionRevokesOnce),
-        Check("revokeSessions(userID:) revokes and returns the user's active sessions", revokeSessionsOfUser),
-        Check("revokedSessions(since:) lists revocations at or after since", revokedSessionsSince),
-        Check("a server nonce is consumed once while unexpired", serverNonceIsConsumedOnce),
-        Check("10 concurrent consumptions of one nonce succeed once", concurrentNonceConsumptionsSucceedOnce),
-        Check("a signing key retires the current one; kids are unique", signingKeysRotate),
-        Check("ping succeeds", pingSucceeds),
-    ]
+    public static let checks: [Check] =
+        [
+            Check("signIn creates the account, then finds it", signInCreatesThenFinds),
+            Check("signIn takes a later email and keeps it when none is sent", signInUpdatesEmail),
+            Check("signIn fills a missing name once and never replaces or blanks it", signInKeepsTheFirstName),
+            Check("20 concurrent first sign-ins create one account", concurrentFirstSignInsCreateOneAccount),
+            Check("user(id:) and user(appleUserID:) find only existing accounts", usersAreFoundByEitherID),
+            Check("users(limit:after:) pages in creation order", usersArePagedInCreationOrder),
+            Check("deleteUser removes the account, its Apple token, sessions and tokens", deleteUserRemovesEverything),
+            Check("saveAppleToken replaces the token and needs an existing user", appleTokenIsReplaced),
+            Check("createSession needs a user and a new token hash", createSessionNeedsUserAndNewHash),
+            Check("a rotated token presented again is reuse and revokes the session", rotationDetectsReuse),
+            Check("rotation answers expired and notFound", rotationAnswersExpiredAndNotFound),
+            Check("10 concurrent rotations of one token rotate it once", concurrentRotationsRotateOnce),
+            Check("the next token takes session and user from the presented one", nextTokenTakesPresentedIDs),
+            Check("a failed rotation leaves the token current", failedRotationChangesNothing),
+            Check("session(refreshTokenHash:) finds the token's session", sessionIsFoundByTokenHash),
+            Check("revokeSession revokes once", revokeSessionRevokesOnce),
+            Check("revokeSessions(userID:) revokes and returns the user's active sessions", revokeSessionsOfUser),
+            Check("revokedSessions(since:) lists revocations at or after since", revokedSessionsSince),
+            Check("a server nonce is consumed once while unexpired", serverNonceIsConsumedOnce),
+            Check("10 concurrent consumptions of one nonce succeed once", concurrentNonceConsumptionsSucceedOnce),
+            Check("a signing key retires the current one; kids are unique", signingKeysRotate),
+            Check("ping succeeds", pingSucceeds),
+        ] + lifecycleChecks
 
     // MARK: Accounts
 
@@ -251,7 +252,16 @@ public enum AccountStoreConformance {
         let bystanderToken = Fixture.refreshToken(SessionID(), bystander.id)
         try await store.createSession(firstToken: bystanderToken, now: Fixture.time(40))
 
-        #expect(try await store.deleteUser(id: user.id), "deleting an existing account answers true")
+        let deleted = try await store.deleteUser(
+            id: user.id,
+            mode: .delete,
+            queueAppleRevocation: false,
+            now: Fixture.time(45)
+        )
+        #expect(deleted?.user.id == user.id, "deleting an existing account answers it")
+        #expect(Set(deleted?.endedSessions ?? []) == [session, otherToken.sessionID], "its active sessions end")
+        #expect(deleted?.queuedRevocation == nil, "no revocation is queued unless asked")
+        #expect(try await store.dueAppleRevocations(now: Fixture.time(100), limit: 10).isEmpty)
         #expect(try await store.user(id: user.id) == nil)
         #expect(try await store.user(appleUserID: user.appleUserID) == nil)
         #expect(try await store.appleToken(userID: user.id) == nil, "the Apple token goes with the account")
@@ -267,7 +277,13 @@ public enum AccountStoreConformance {
         }
         #expect(try await store.revokeSessions(userID: user.id, now: Fixture.time(60)).isEmpty, "sessions are gone")
         #expect(!(try await store.users(limit: 10, after: nil).map(\.id).contains(user.id)))
-        #expect(!(try await store.deleteUser(id: user.id)), "deleting it again answers false")
+        let deletedAgain = try await store.deleteUser(
+            id: user.id,
+            mode: .delete,
+            queueAppleRevocation: true,
+            now: Fixture.time(61)
+        )
+        #expect(deletedAgain == nil, "deleting it again answers nil")
         await #expect(throws: StoreError.notFound, "no Apple token for a deleted account") {
             try await store.saveAppleToken(Fixture.appleToken(user.id))
         }
@@ -668,7 +684,7 @@ public enum AccountStoreConformance {
 }
 
 /// Test data for the conformance checks.
-private enum Fixture {
+enum Fixture {
     /// A fixed base time with a millisecond part, so that stores that drop milliseconds fail.
     static let baseMilliseconds: Int64 = 1_767_225_600_123
 

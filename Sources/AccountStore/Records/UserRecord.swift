@@ -23,6 +23,8 @@ public struct UserRecord: Sendable, Hashable {
     public var familyName: String?
     public var createdAt: Date
     public var updatedAt: Date
+    /// Set when Apple ended the user's consent (notification or failed validation); cleared by the next sign-in.
+    public var appleConsentRevokedAt: Date?
 
     public init(
         id: UserID,
@@ -35,7 +37,8 @@ public struct UserRecord: Sendable, Hashable {
         givenName: String?,
         familyName: String?,
         createdAt: Date,
-        updatedAt: Date
+        updatedAt: Date,
+        appleConsentRevokedAt: Date? = nil
     ) {
         self.id = id
         self.appleUserID = appleUserID
@@ -48,6 +51,7 @@ public struct UserRecord: Sendable, Hashable {
         self.familyName = familyName
         self.createdAt = createdAt
         self.updatedAt = updatedAt
+        self.appleConsentRevokedAt = appleConsentRevokedAt
     }
 }
 
