@@ -34,13 +34,14 @@ public protocol AccountStore: Sendable {
     func users(limit: Int, after: UserID?) async throws(StoreError) -> [UserRecord]
 
     /// Deletes (or anonymises) the account in one transaction: its sessions end, its refresh tokens and Apple token
-    /// go, and the deletion is recorded for ``deletedAccounts(since:)``. With `queueAppleRevocation`, a kept Apple
-    /// token moves to the revocation queue in that same transaction, so a crash cannot lose it. Returns `nil` when
-    /// there is no such account.
+    /// go, and the deletion is recorded for ``deletedAccounts(since:)``. With `appleRevocationDueAt`, a kept Apple
+    /// token moves to the revocation queue in that same transaction, first due at that time, so a crash cannot lose
+    /// it (a caller that tries the revocation at once passes a later time, so that the retry worker does not race
+    /// its attempt). Returns `nil` when there is no such account.
     func deleteUser(
         id: UserID,
         mode: AccountDeletionMode,
-        queueAppleRevocation: Bool,
+        appleRevocationDueAt: Date?,
         now: Date
     ) async throws(StoreError) -> DeletedAccount?
 
@@ -126,6 +127,11 @@ public protocol AccountStore: Sendable {
         now: Date
     ) async throws(StoreError)
         -> RotationOutcome
+
+    /// Checks a refresh token without rotating it, for the client contracts whose refresh answers only a new access
+    /// token (ServiceStack's `GetAccessToken`, RentManager's `/api/auth/refresh`): their clients keep presenting the
+    /// same refresh token. Changes nothing, also for a used token.
+    func checkRefreshToken(presentedHash: [UInt8], now: Date) async throws(StoreError) -> RefreshTokenCheck
 
     /// The session a refresh token belongs to (for logout by refresh token).
     func session(refreshTokenHash: [UInt8]) async throws(StoreError) -> (sessionID: SessionID, userID: UserID)?

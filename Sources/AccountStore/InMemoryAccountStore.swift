@@ -80,19 +80,19 @@ public actor InMemoryAccountStore: AccountStore {
     public func deleteUser(
         id: UserID,
         mode: AccountDeletionMode,
-        queueAppleRevocation: Bool,
+        appleRevocationDueAt: Date?,
         now: Date
     ) -> DeletedAccount? {
         guard let user = users[id] else { return nil }
         let ended = revokeSessions(userID: id, now: now)
         var queued: PendingAppleRevocation?
-        if queueAppleRevocation, let token = appleTokens[id] {
+        if let appleRevocationDueAt, let token = appleTokens[id] {
             let pending = PendingAppleRevocation(
                 userID: id,
                 clientID: token.clientID,
                 encryptedRefreshToken: token.encryptedRefreshToken,
                 createdAt: now,
-                nextAttemptAt: now
+                nextAttemptAt: appleRevocationDueAt
             )
             revocationQueue[pending.id] = pending
             queued = pending
@@ -194,7 +194,7 @@ public actor InMemoryAccountStore: AccountStore {
             case .endConsent:
                 ended = endAppleConsent(userID: id, now: now)
             case .deleteAccount(let mode):
-                ended = deleteUser(id: id, mode: mode, queueAppleRevocation: false, now: now)?.endedSessions ?? []
+                ended = deleteUser(id: id, mode: mode, appleRevocationDueAt: nil, now: now)?.endedSessions ?? []
                 deleted = id
             case .setEmailForwarding(let forwarding):
                 users[id]?.emailForwarding = forwarding
@@ -294,6 +294,18 @@ public actor InMemoryAccountStore: AccountStore {
         successor.userID = userID
         tokens[next.hash] = StoredToken(record: successor)
         return .rotated(sessionID: sessionID, userID: userID)
+    }
+
+    public func checkRefreshToken(presentedHash: [UInt8], now: Date) -> RefreshTokenCheck {
+        guard let stored = tokens[presentedHash], let session = sessions[stored.record.sessionID] else {
+            return .notFound
+        }
+        let sessionID = stored.record.sessionID
+        let userID = stored.record.userID
+        if session.revokedAt != nil { return .revoked(sessionID: sessionID, userID: userID) }
+        if stored.usedAt != nil { return .used(sessionID: sessionID, userID: userID) }
+        if stored.record.expiresAt <= now { return .expired }
+        return .current(sessionID: sessionID, userID: userID)
     }
 
     public func session(refreshTokenHash: [UInt8]) -> (sessionID: SessionID, userID: UserID)? {

@@ -17,18 +17,19 @@ extension SQLAccountStore {
     public func deleteUser(
         id: UserID,
         mode: AccountDeletionMode,
-        queueAppleRevocation: Bool,
+        appleRevocationDueAt: Date?,
         now: Date
     ) async throws(StoreError) -> DeletedAccount? {
         let userID = id.description
         let now = try SQLValue.milliseconds(now)
+        let dueAt = try appleRevocationDueAt.map { date throws(StoreError) in try SQLValue.milliseconds(date) }
         let revocationID = UUID()
         return try await write("delete a user") { database in
             try await Self.removeAccount(
                 database,
                 userID: userID,
                 mode: mode,
-                queueRevocation: queueAppleRevocation ? revocationID : nil,
+                queueRevocation: dueAt.map { (revocationID, $0) },
                 now: now
             )
         }
@@ -372,7 +373,7 @@ extension SQLAccountStore {
         _ database: any SQLDatabase,
         userID: String,
         mode: AccountDeletionMode,
-        queueRevocation revocationID: UUID?,
+        queueRevocation: (id: UUID, dueAt: Int64)?,
         now: Int64
     ) async throws -> DeletedAccount? {
         let row = try await database.raw(
@@ -388,19 +389,20 @@ extension SQLAccountStore {
             """
         ).all().map { row in try row.decode(column: "id", as: String.self) }
         var queued: PendingAppleRevocation?
-        if let revocationID,
+        if let queueRevocation,
             let token = try await database.raw(
                 "SELECT \(unsafeRaw: SQLRecords.appleTokenColumns) FROM apple_tokens WHERE user_id = \(bind: userID)"
             ).first().map(SQLRecords.appleToken)
         {
-            let id = revocationID.uuidString.lowercased()
+            let id = queueRevocation.id.uuidString.lowercased()
             let inserted = try await database.raw(
                 """
                 INSERT INTO apple_revocations (
                     id, user_id, client_id, sealed_refresh_token, created_at, attempts, next_attempt_at
                 ) VALUES (
                     \(bind: id), \(bind: userID), \(bind: token.clientID.rawValue),
-                    \(bind: SQLValue.base64(token.encryptedRefreshToken)), \(bind: now), 0, \(bind: now)
+                    \(bind: SQLValue.base64(token.encryptedRefreshToken)), \(bind: now), 0,
+                    \(bind: queueRevocation.dueAt)
                 )
                 RETURNING \(unsafeRaw: SQLRecords.revocationQueueColumns)
                 """

@@ -101,6 +101,36 @@ extension SQLAccountStore {
         }
     }
 
+    public func checkRefreshToken(presentedHash: [UInt8], now: Date) async throws(StoreError) -> RefreshTokenCheck {
+        let presented = SQLValue.hex(presentedHash)
+        let now = try SQLValue.milliseconds(now)
+        let found = try await read("check a refresh token") { database in
+            try await database.raw(
+                """
+                SELECT t.session_id AS session_id, t.user_id AS user_id, t.used_at AS used_at,
+                    t.expires_at AS expires_at, s.revoked_at AS revoked_at
+                FROM refresh_tokens t JOIN sessions s ON s.id = t.session_id
+                WHERE t.hash = \(bind: presented)
+                """
+            ).first().map { row in
+                (
+                    sessionID: try row.decode(column: "session_id", as: String.self),
+                    userID: try row.decode(column: "user_id", as: String.self),
+                    used: try row.decode(column: "used_at", as: Int64?.self) != nil,
+                    revoked: try row.decode(column: "revoked_at", as: Int64?.self) != nil,
+                    expiresAt: try row.decode(column: "expires_at", as: Int64.self)
+                )
+            }
+        }
+        guard let found else { return .notFound }
+        let sessionID = try SQLValue.sessionID(found.sessionID)
+        let userID = try SQLValue.userID(found.userID)
+        if found.revoked { return .revoked(sessionID: sessionID, userID: userID) }
+        if found.used { return .used(sessionID: sessionID, userID: userID) }
+        if found.expiresAt <= now { return .expired }
+        return .current(sessionID: sessionID, userID: userID)
+    }
+
     public func session(
         refreshTokenHash: [UInt8]
     ) async throws(StoreError) -> (sessionID: SessionID, userID: UserID)? {

@@ -75,7 +75,10 @@ public final class SQLAccountStore: AccountStore {
             flavor: .sqlite,
             logger: driverLogger(logger),
             makeDatabase: { $0.sql(queryLogLevel: nil) },
-            afterShutdown: { try? await threadPool.shutdownGracefully() }
+            afterShutdown: {
+                await source.waitForOpenings()
+                try? await threadPool.shutdownGracefully()
+            }
         )
         do {
             let mode = try await connections.withConnection { database in

@@ -76,7 +76,11 @@ public struct EmulatorConfiguration: Codable, Sendable {
                     Client(clientID: demoBundleID, notificationURL: "\(serverURL)/auth/apple/notifications"),
                     Client(
                         clientID: demoServicesID,
-                        redirectURIs: ["\(serverURL)/auth/apple/callback"],
+                        // siwa's callback and those of its compatibility contracts (ServiceStack, the Vapor tutorial).
+                        redirectURIs: [
+                            "\(serverURL)/auth/apple/callback", "\(serverURL)/auth/apple",
+                            "\(serverURL)/web/auth/siwa/callback",
+                        ],
                         notificationURL: "\(serverURL)/auth/apple/notifications"
                     ),
                 ]

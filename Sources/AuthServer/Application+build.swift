@@ -30,8 +30,15 @@ public func buildApplication(
     logger: Logger = Logger(label: "siwa")
 ) async throws -> some ApplicationProtocol {
     let sealer = DataSealer(key: dataKey)
+    // One registry per application, never the global `MetricsSystem`: tests run many applications in one process.
+    let metrics = configuration.metricsEnabled ? ServerMetrics() : nil
+    let keySource: any AppleKeySource = AppleKeysEndpoint(
+        baseURL: apple.appleBaseURL,
+        transport: transport,
+        logger: logger
+    )
     let keys = AppleKeyCache(
-        source: AppleKeysEndpoint(baseURL: apple.appleBaseURL, transport: transport, logger: logger),
+        source: metrics.map { CountingKeySource(source: keySource, metrics: $0) } ?? keySource,
         clock: clock,
         logger: logger
     )
@@ -51,6 +58,8 @@ public func buildApplication(
     }
     let issuer = try await AccessTokenIssuer(configuration: configuration, store: store, sealer: sealer, clock: clock)
     let revocations = RevocationList(retention: configuration.accessTokenLifetime + 120)
+    let users = UserCache()
+    try await users.refresh(from: store, now: clock.now)
     try await revocations.refresh(from: store, now: clock.now)
     let signIn = SignInService(
         configuration: configuration,
@@ -60,10 +69,23 @@ public func buildApplication(
         issuer: issuer,
         sealer: sealer,
         clock: clock,
+        logger: logger,
+        metrics: metrics,
+        userCache: users
+    )
+    let lifecycle = AccountLifecycle(
+        configuration: configuration,
+        store: store,
+        verifier: verifier,
+        apple: appleClient,
+        sealer: sealer,
+        revocations: revocations,
+        clock: clock,
         logger: logger
     )
 
     let router = Router(context: SiwaRequestContext.self)
+    if let metrics { router.add(middleware: MetricsMiddleware(metrics: metrics)) }
     router.add(middleware: LogRequestsMiddleware(.debug, redactHeaders: [.authorization, .cookie, .setCookie]))
     let auth = router.group("/auth")
     if let limit = configuration.authRateLimit { auth.add(middleware: RateLimitMiddleware(limit: limit)) }
@@ -73,9 +95,30 @@ public func buildApplication(
         store: store,
         issuer: issuer,
         revocations: revocations,
-        clock: clock
+        users: users,
+        clock: clock,
+        appleConsent: lifecycle.appleConsent
     )
     sessions.addRoutes(to: auth, api: router.group("/api"))
+    let web = try WebController(
+        configuration: configuration,
+        apple: apple,
+        store: store,
+        signIn: signIn,
+        sessions: sessions,
+        clock: clock
+    )
+    web.addRoutes(to: router, auth: auth)
+    lifecycle.addRoutes(to: auth, api: router.group("/api"), sessions: sessions)
+    let compatibility = configuration.compatibility
+    if compatibility.serviceStack {
+        ServiceStackController(sessions: sessions, web: web, compatibility: compatibility)
+            .addRoutes(to: router, auth: auth)
+    }
+    if compatibility.vaporTutorial { VaporTutorialController(sessions: sessions, web: web).addRoutes(to: router) }
+    if compatibility.rentManager {
+        RentManagerController(sessions: sessions, compatibility: compatibility).addRoutes(to: router)
+    }
 
     router.get("/.well-known/jwks.json") { _, _ -> Response in
         Response(
@@ -83,6 +126,15 @@ public func buildApplication(
             headers: [.contentType: "application/json", .cacheControl: "public, max-age=300"],
             body: .init(byteBuffer: ByteBuffer(bytes: issuer.jwks()))
         )
+    }
+    if let metrics {
+        router.get("/metrics") { _, _ -> Response in
+            Response(
+                status: .ok,
+                headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8", .cacheControl: "no-store"],
+                body: .init(byteBuffer: ByteBuffer(bytes: metrics.exposition()))
+            )
+        }
     }
     router.get("/healthz") { _, _ -> HTTPResponse.Status in .ok }
     router.get("/readyz") { _, _ -> Response in
@@ -104,10 +156,15 @@ public func buildApplication(
             store: store,
             revocations: revocations,
             issuer: issuer,
+            users: users,
             interval: configuration.storeRefreshInterval,
             clock: clock,
             logger: logger
         )
+    )
+    app.addServices(lifecycle.services)
+    app.addServices(
+        Housekeeping(store: store, configuration: configuration.housekeeping, clock: clock, logger: logger)
     )
     return app
 }

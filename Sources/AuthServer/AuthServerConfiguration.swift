@@ -24,6 +24,16 @@ public struct AuthServerConfiguration: Sendable {
     public var authRateLimit: RateLimit?
     /// How often the revocation list and signing keys are refreshed from the store (default 5 s).
     public var storeRefreshInterval: Duration
+    /// Count requests, sign-ins, refreshes and Apple calls, and answer them at `GET /metrics` (Prometheus text).
+    public var metricsEnabled: Bool
+    /// Apple's notifications, account deletion with revocation at Apple, periodic validation of Apple tokens.
+    public var lifecycle = AccountLifecycleConfiguration()
+    /// The tutorials' client contracts served next to siwa's own API (all off by default).
+    public var compatibility = CompatibilityConfiguration()
+    /// The periodic purge of expired rows.
+    public var housekeeping = HousekeepingConfiguration()
+    /// The web sign-in and browser sessions (`/login`, cookies, return URLs).
+    public var web: WebSignInConfiguration
 
     /// A token-bucket limit.
     public struct RateLimit: Sendable {
@@ -45,7 +55,9 @@ public struct AuthServerConfiguration: Sendable {
         serverNonceLifetime: TimeInterval = 600,
         maximumBodySize: Int = 64 * 1024,
         authRateLimit: RateLimit? = RateLimit(requestsPerSecond: 20, burst: 40),
-        storeRefreshInterval: Duration = .seconds(5)
+        storeRefreshInterval: Duration = .seconds(5),
+        metricsEnabled: Bool = true,
+        web: WebSignInConfiguration = WebSignInConfiguration()
     ) {
         self.publicURL = publicURL
         self.accessTokenAudience = accessTokenAudience
@@ -56,5 +68,7 @@ public struct AuthServerConfiguration: Sendable {
         self.maximumBodySize = maximumBodySize
         self.authRateLimit = authRateLimit
         self.storeRefreshInterval = storeRefreshInterval
+        self.metricsEnabled = metricsEnabled
+        self.web = web
     }
 }

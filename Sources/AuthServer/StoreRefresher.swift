@@ -8,6 +8,7 @@ struct StoreRefresher: Service {
     let store: any AccountStore
     let revocations: RevocationList
     let issuer: AccessTokenIssuer
+    let users: UserCache
     let interval: Duration
     let clock: any WallClock
     let logger: Logger
@@ -17,6 +18,7 @@ struct StoreRefresher: Service {
             do {
                 try await revocations.refresh(from: store, now: clock.now)
                 try await issuer.reload()
+                try await users.refresh(from: store, now: clock.now)
             } catch {
                 logger.warning("refreshing revocations and keys from the store failed", metadata: ["error": "\(error)"])
             }

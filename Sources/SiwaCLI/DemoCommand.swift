@@ -56,6 +56,8 @@ struct DemoCommand: AsyncParsableCommand {
             "SIWA_BUNDLE_IDS": EmulatorConfiguration.demoBundleID,
             "SIWA_SERVICES_ID": EmulatorConfiguration.demoServicesID,
             "SIWA_DATABASE_PATH": database,
+            // Every compatibility contract, so that the tutorials' apps work against the demo unchanged.
+            "SIWA_COMPAT": "all",
         ])
         settings.host = "127.0.0.1"
         let store = try await StoreFactory.open(settings, logger: logger)
@@ -92,6 +94,8 @@ struct DemoCommand: AsyncParsableCommand {
         siwa demo is running (Ctrl-C stops it)
           server:    http://localhost:\(port)      (database: \(database))
           emulator:  http://localhost:\(emulatorPort)  (plays appleid.apple.com)
+
+        Sign in in a browser: open http://localhost:\(port)/login
 
         Sign in as an iPhone app would:
           CRED=$(curl -s -X POST localhost:\(emulatorPort)/emulator/native-sign-in -H 'content-type: application/json' \\

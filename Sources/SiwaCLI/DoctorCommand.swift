@@ -1,6 +1,9 @@
+import AccountStore
+import AccountStoreSQL
 import AppleSignIn
 import ArgumentParser
 import Foundation
+import Logging
 
 /// `siwa doctor`: checks a configuration without calling Apple, and says what to change.
 struct DoctorCommand: AsyncParsableCommand {
@@ -26,6 +29,8 @@ struct DoctorCommand: AsyncParsableCommand {
         var setting: String
         var ok: Bool
         var message: String
+        /// `true` for a remark that needs no change (absent from the JSON otherwise).
+        var note: Bool? = nil
     }
 
     func run() async throws {
@@ -37,7 +42,8 @@ struct DoctorCommand: AsyncParsableCommand {
             }
             for (key, value) in Self.parseEnvFile(text) { environment[key] = value }
         }
-        let findings = Self.check(environment)
+        var findings = Self.check(environment)
+        if let database = await Self.checkDatabase(environment) { findings.append(database) }
         if json {
             struct Report: Encodable {
                 var ok: Bool
@@ -54,7 +60,8 @@ struct DoctorCommand: AsyncParsableCommand {
         } else {
             let terminal = Terminal()
             for finding in findings {
-                let mark = finding.ok ? terminal.green("✓") : terminal.red("✗")
+                let mark =
+                    finding.note == true ? terminal.dim("•") : finding.ok ? terminal.green("✓") : terminal.red("✗")
                 print("\(mark) \(finding.setting): \(finding.message)")
             }
             let problems = findings.filter { !$0.ok }.count
@@ -238,13 +245,13 @@ struct DoctorCommand: AsyncParsableCommand {
                 return url.scheme == "http" ? "\(url) (a local emulator, not Apple)" : "\(url)"
             }
         }
-        if let databaseURL = value("SIWA_DATABASE_URL") {
-            let ok = databaseURL.hasPrefix("postgres://") || databaseURL.hasPrefix("postgresql://")
+        if let databaseURL = value("SIWA_DATABASE_URL"), !isPostgresURL(databaseURL) {
+            // A PostgreSQL URL is checked by connecting (`checkDatabase`).
             findings.append(
                 .init(
                     setting: "SIWA_DATABASE_URL",
-                    ok: ok,
-                    message: ok ? "PostgreSQL" : "expected postgres://user:password@host:port/database"
+                    ok: false,
+                    message: "expected postgres://user:password@host:port/database"
                 )
             )
         }
@@ -259,5 +266,45 @@ struct DoctorCommand: AsyncParsableCommand {
             )
         }
         return findings
+    }
+
+    private static func isPostgresURL(_ url: String) -> Bool {
+        url.hasPrefix("postgres://") || url.hasPrefix("postgresql://")
+    }
+
+    /// Whether the database the settings name connects: PostgreSQL when `SIWA_DATABASE_URL` is set, else the SQLite
+    /// file (`SIWA_DATABASE_PATH`, default `siwa.sqlite`). Opens one connection and runs a trivial query: never
+    /// creates the SQLite file, never migrates. `nil` when the URL is malformed (`check` reports that).
+    static func checkDatabase(_ environment: [String: String]) async -> Finding? {
+        func value(_ name: String) -> String? {
+            environment[name].map { $0.trimmingCharacters(in: .whitespaces) }.flatMap { $0.isEmpty ? nil : $0 }
+        }
+        var logger = Logger(label: "siwa.doctor")
+        logger.logLevel = .error
+        if let url = value("SIWA_DATABASE_URL") {
+            guard isPostgresURL(url) else { return nil }
+            do {
+                _ = try await SQLAccountStore.checkConnection(postgresURL: url, logger: logger)
+                return Finding(setting: "SIWA_DATABASE_URL", ok: true, message: "PostgreSQL: connects and answers")
+            } catch {
+                return Finding(setting: "SIWA_DATABASE_URL", ok: false, message: "cannot connect: \(error.reason)")
+            }
+        }
+        let path = value("SIWA_DATABASE_PATH") ?? "siwa.sqlite"
+        do {
+            switch try await SQLAccountStore.checkConnection(sqlitePath: path, logger: logger) {
+            case .connected:
+                return Finding(setting: "SIWA_DATABASE_PATH", ok: true, message: "SQLite: \(path) opens and answers")
+            case .notCreatedYet:
+                return Finding(
+                    setting: "SIWA_DATABASE_PATH",
+                    ok: true,
+                    message: "\(path): the SQLite file does not exist yet; `siwa migrate` creates it",
+                    note: true
+                )
+            }
+        } catch {
+            return Finding(setting: "SIWA_DATABASE_PATH", ok: false, message: "SQLite: \(error.reason)")
+        }
     }
 }

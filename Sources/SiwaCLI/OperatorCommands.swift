@@ -1,5 +1,6 @@
 import AccountStore
 import AppleSignIn
+import AppleSignInAsyncHTTPClient
 import ArgumentParser
 import AuthServer
 import Foundation
@@ -78,12 +79,12 @@ struct KeysCommand: AsyncParsableCommand {
     }
 }
 
-/// `siwa users list|show`: look at accounts.
+/// `siwa users list|show|delete`: look at and delete accounts.
 struct UsersCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "users",
-        abstract: "List and show accounts.",
-        subcommands: [List.self, Show.self]
+        abstract: "List, show and delete accounts.",
+        subcommands: [List.self, Show.self, Delete.self]
     )
 
     struct List: AsyncParsableCommand {
@@ -147,5 +148,138 @@ struct UsersCommand: AsyncParsableCommand {
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         encoder.dateEncodingStrategy = .iso8601
         return String(decoding: try encoder.encode(value), as: UTF8.self)
+    }
+}
+
+extension UsersCommand {
+    /// `siwa users delete`: what `DELETE /api/me` does, for operators.
+    struct Delete: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Delete an account and revoke its Apple token at Apple (queued for retry if Apple is down).",
+            discussion: """
+                Deletes the account (or anonymises it when SIWA_ACCOUNT_DELETION_MODE=anonymise), ends its \
+                sessions and revokes its Apple refresh token at Apple's /auth/revoke. When Apple cannot be reached \
+                the revocation stays queued and a running `siwa serve` retries it.
+
+                Example:
+                  siwa users delete 6F1C2E4A-0B7D-4E8F-9A1B-2C3D4E5F6A7B --json
+                """
+        )
+
+        @Argument(help: "A siwa user id or an Apple sub.")
+        var id: String
+
+        @Flag(help: "Print JSON.")
+        var json = false
+
+        /// The `--json` answer.
+        struct Output: Encodable {
+            var id: String
+            var mode: String
+            var sessionsEnded: Int
+            /// `revoked`, `queued` or `no_apple_token`.
+            var appleRevocation: String
+            var retryAt: Date?
+            var reason: String?
+        }
+
+        func run() async throws {
+            try await withConfiguredStore { settings, store in
+                var logger = Logger(label: "siwa")
+                logger.logLevel = .error
+                let output = try await Self.delete(
+                    id,
+                    json: json,
+                    settings: settings,
+                    store: store,
+                    transport: AsyncHTTPClientTransport(),
+                    logger: logger
+                )
+                guard let output else {
+                    Terminal.error("error: no account \(id)")
+                    throw ExitCode(1)
+                }
+                print(output)
+            }
+        }
+
+        /// Deletes the account `id` (siwa id or Apple sub) and tries the revocation at once; returns what to print,
+        /// or `nil` for an unknown account.
+        static func delete(
+            _ id: String,
+            json: Bool,
+            settings: ServerSettings,
+            store: any AccountStore,
+            transport: any HTTPTransport,
+            clock: any WallClock = SystemWallClock(),
+            logger: Logger
+        ) async throws -> String? {
+            let userID: UserID?
+            if let parsed = UserID(id), try await store.user(id: parsed) != nil {
+                userID = parsed
+            } else {
+                userID = try await store.user(appleUserID: AppleUserID(id))?.id
+            }
+            guard let userID else { return nil }
+            let apple = settings.apple.credentials.map { credentials in
+                AppleAPIClient(
+                    configuration: settings.apple,
+                    transport: transport,
+                    verifier: IdentityTokenVerifier(
+                        configuration: settings.apple,
+                        keys: AppleKeyCache(
+                            source: AppleKeysEndpoint(
+                                baseURL: settings.apple.appleBaseURL,
+                                transport: transport,
+                                logger: logger
+                            ),
+                            clock: clock,
+                            logger: logger
+                        ),
+                        clock: clock
+                    ),
+                    clientSecrets: ClientSecretFactory(
+                        credentials: credentials,
+                        lifetime: settings.apple.clientSecretLifetime,
+                        clock: clock
+                    ),
+                    logger: logger
+                )
+            }
+            let service = AccountDeletionService(
+                configuration: settings.server.lifecycle,
+                store: store,
+                apple: apple,
+                sealer: DataSealer(key: settings.dataKey),
+                clock: clock,
+                logger: logger
+            )
+            guard let deletion = try await service.deleteAccount(userID) else { return nil }
+            let revocation = deletion.appleRevocation
+            if json {
+                var output = Output(
+                    id: userID.description,
+                    mode: deletion.mode.rawValue,
+                    sessionsEnded: deletion.endedSessions.count,
+                    appleRevocation: revocation.summary
+                )
+                if case .queued(let retryAt, let reason) = revocation {
+                    output.retryAt = retryAt
+                    output.reason = reason
+                }
+                return try UsersCommand.json(output)
+            }
+            let what = deletion.mode == .delete ? "deleted" : "anonymised"
+            let outcome: String
+            switch revocation {
+            case .revoked:
+                outcome = "Apple token revoked at Apple"
+            case .queued(let retryAt, let reason):
+                outcome = "Apple token revocation queued for retry at \(retryAt.formatted(.iso8601)) (\(reason))"
+            case .noAppleToken:
+                outcome = "no Apple token was kept"
+            }
+            return "account \(userID) \(what), \(deletion.endedSessions.count) session(s) ended; \(outcome)"
+        }
     }
 }

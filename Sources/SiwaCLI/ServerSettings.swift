@@ -1,3 +1,4 @@
+import AccountStore
 import AppleSignIn
 import ArgumentParser
 import AuthServer
@@ -77,6 +78,24 @@ struct ServerSettings {
             let burst = try number("SIWA_RATE_BURST", 1...1_000_000) ?? max(1, rate * 2)
             server.authRateLimit = rate == 0 ? nil : .init(requestsPerSecond: rate, burst: burst)
         }
+        if let mode = value("SIWA_ACCOUNT_DELETION_MODE") {
+            guard let parsed = AccountDeletionMode(rawValue: mode.lowercased()) else {
+                throw Problem(
+                    variable: "SIWA_ACCOUNT_DELETION_MODE",
+                    fix: "expected delete or anonymise, got '\(mode)'"
+                )
+            }
+            server.lifecycle.deletionMode = parsed
+        }
+        if let seconds = try number("SIWA_APPLE_VALIDATION_INTERVAL", 3600...(90 * 86_400)) {
+            server.lifecycle.appleValidationInterval = seconds
+        }
+        if let refuse = try flag("SIWA_REFUSE_REFRESH_WHEN_APPLE_UNAVAILABLE") {
+            server.lifecycle.refuseRefreshWhenAppleUnavailable = refuse
+        }
+
+        try loadWebSettings(into: &server, value: value, number: number, flag: flag)
+        try loadCompatibilitySettings(into: &server, value: value, flag: flag)
 
         let bundleIDs = (value("SIWA_BUNDLE_IDS") ?? "").split(separator: ",").map {
             ClientID(String($0).trimmingCharacters(in: .whitespaces))
@@ -137,6 +156,106 @@ struct ServerSettings {
         if let path = value("SIWA_DATABASE_PATH") { settings.databasePath = path }
         settings.dataKey = try loadDataKey(value("SIWA_DATA_KEY"), file: value("SIWA_DATA_KEY_FILE") ?? "siwa-data.key")
         return settings
+    }
+
+    /// The tutorials' client contracts: `SIWA_COMPAT` (a comma-separated list of servicestack, vapor, rentmanager, or
+    /// all), `SIWA_ADMIN_USERS` (siwa user ids or emails with the Admin role), `SIWA_SERVICESTACK_TOKEN_COOKIES`.
+    private static func loadCompatibilitySettings(
+        into server: inout AuthServerConfiguration,
+        value: (String) -> String?,
+        flag: (String) throws -> Bool?
+    ) throws {
+        let contracts = (value("SIWA_COMPAT") ?? "").split(separator: ",").map {
+            $0.trimmingCharacters(in: .whitespaces).lowercased()
+        }.filter { !$0.isEmpty }
+        for contract in contracts {
+            switch contract {
+            case "all":
+                server.compatibility.serviceStack = true
+                server.compatibility.vaporTutorial = true
+                server.compatibility.rentManager = true
+            case "servicestack": server.compatibility.serviceStack = true
+            case "vapor": server.compatibility.vaporTutorial = true
+            case "rentmanager": server.compatibility.rentManager = true
+            default:
+                throw Problem(
+                    variable: "SIWA_COMPAT",
+                    fix: "expected a list of servicestack, vapor, rentmanager or all, got '\(contract)'"
+                )
+            }
+        }
+        server.compatibility.adminUsers = Set(
+            (value("SIWA_ADMIN_USERS") ?? "").split(separator: ",").map {
+                $0.trimmingCharacters(in: .whitespaces).lowercased()
+            }.filter { !$0.isEmpty }
+        )
+        if let cookies = try flag("SIWA_SERVICESTACK_TOKEN_COOKIES") {
+            server.compatibility.serviceStackTokenCookies = cookies
+        }
+    }
+
+    /// The web sign-in settings: callback URL, allowed return origins and Android packages, state lifetime, cookie
+    /// names and flags, and the domain-association file.
+    private static func loadWebSettings(
+        into server: inout AuthServerConfiguration,
+        value: (String) -> String?,
+        number: (String, ClosedRange<Double>) throws -> Double?,
+        flag: (String) throws -> Bool?
+    ) throws {
+        func list(_ name: String) -> [String] {
+            (value(name) ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter {
+                !$0.isEmpty
+            }
+        }
+        if let callback = value("SIWA_WEB_CALLBACK_URL") {
+            guard ReturnURLPolicy.origin(of: callback) != nil else {
+                throw Problem(
+                    variable: "SIWA_WEB_CALLBACK_URL",
+                    fix:
+                        "expected the https URL registered for the Services ID, such as https://auth.example.com/auth/apple/callback"
+                )
+            }
+            server.web.callbackURL = callback
+        }
+        server.web.allowedReturnOrigins = list("SIWA_ALLOWED_RETURN_ORIGINS")
+        server.web.allowedAndroidPackages = list("SIWA_ALLOWED_ANDROID_PACKAGES")
+        do {
+            _ = try ReturnURLPolicy(allowedOrigins: server.web.allowedReturnOrigins)
+        } catch {
+            throw Problem(variable: "SIWA_ALLOWED_RETURN_ORIGINS", fix: error.reason)
+        }
+        do {
+            _ = try ReturnURLPolicy(allowedAndroidPackages: server.web.allowedAndroidPackages)
+        } catch {
+            throw Problem(variable: "SIWA_ALLOWED_ANDROID_PACKAGES", fix: error.reason)
+        }
+        if let seconds = try number("SIWA_WEB_STATE_LIFETIME", 60...3600) { server.web.stateLifetime = seconds }
+        for (variable, keyPath) in [
+            ("SIWA_SESSION_COOKIE", \WebSignInConfiguration.sessionCookieName),
+            ("SIWA_REFRESH_COOKIE", \WebSignInConfiguration.refreshCookieName),
+        ] {
+            guard let name = value(variable) else { continue }
+            guard !name.isEmpty, name.utf8.count <= 64,
+                name.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_" || $0 == "-") })
+            else {
+                throw Problem(variable: variable, fix: "expected a cookie name of letters, digits, '_' and '-'")
+            }
+            server.web[keyPath: keyPath] = name
+        }
+        guard server.web.sessionCookieName != server.web.refreshCookieName else {
+            throw Problem(variable: "SIWA_REFRESH_COOKIE", fix: "the two cookie names must differ")
+        }
+        if let secure = try flag("SIWA_SECURE_COOKIES") { server.web.secureCookies = secure }
+        if let file = value("SIWA_DOMAIN_ASSOCIATION_FILE") {
+            guard let data = FileManager.default.contents(atPath: file), let text = String(data: data, encoding: .utf8)
+            else {
+                throw Problem(
+                    variable: "SIWA_DOMAIN_ASSOCIATION_FILE",
+                    fix: "cannot read \(file): expected the apple-developer-domain-association.txt Apple gave you"
+                )
+            }
+            server.web.domainAssociation = text
+        }
     }
 
     /// The data key from `SIWA_DATA_KEY` (base64 of 32 bytes), or from a file created on first start (0600).

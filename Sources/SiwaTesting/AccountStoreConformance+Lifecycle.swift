@@ -25,6 +25,7 @@ extension AccountStoreConformance {
         Check("a web state is consumed once while unexpired", webStateIsConsumedOnce),
         Check("10 concurrent consumptions of one web state succeed once", concurrentWebStateConsumptions),
         Check("purgeExpired removes only what can no longer be used", purgeRemovesExpired),
+        Check("checkRefreshToken reports a token's state and changes nothing", checkRefreshTokenChangesNothing),
     ]
 
     // MARK: Deletion and consent
@@ -37,7 +38,12 @@ extension AccountStoreConformance {
         try await store.createSession(firstToken: session, now: Fixture.time(10))
 
         let deleted = try #require(
-            try await store.deleteUser(id: user.id, mode: .delete, queueAppleRevocation: true, now: Fixture.time(100))
+            try await store.deleteUser(
+                id: user.id,
+                mode: .delete,
+                appleRevocationDueAt: Fixture.time(100),
+                now: Fixture.time(100)
+            )
         )
         Fixture.expectSameUser(deleted.user, user)
         #expect(deleted.endedSessions == [session.sessionID])
@@ -62,7 +68,7 @@ extension AccountStoreConformance {
         let none = try await store.deleteUser(
             id: other.id,
             mode: .delete,
-            queueAppleRevocation: true,
+            appleRevocationDueAt: Fixture.time(300),
             now: Fixture.time(300)
         )
         #expect(none != nil && none?.queuedRevocation == nil, "no Apple token, nothing queued")
@@ -85,7 +91,7 @@ extension AccountStoreConformance {
             try await store.deleteUser(
                 id: user.id,
                 mode: .anonymise,
-                queueAppleRevocation: false,
+                appleRevocationDueAt: nil,
                 now: Fixture.time(50)
             )
         )
@@ -140,7 +146,7 @@ extension AccountStoreConformance {
         _ = try await store.deleteUser(
             id: deleted.id,
             mode: .delete,
-            queueAppleRevocation: false,
+            appleRevocationDueAt: nil,
             now: Fixture.time(600)
         )
         try await store.endAppleConsent(userID: consent.id, now: Fixture.time(700))
@@ -237,7 +243,7 @@ extension AccountStoreConformance {
             let deleted = try await store.deleteUser(
                 id: user.id,
                 mode: .delete,
-                queueAppleRevocation: true,
+                appleRevocationDueAt: Fixture.time(100 + Int64(offset)),
                 now: Fixture.time(100 + Int64(offset))
             )
             queued.append(try #require(deleted?.queuedRevocation))
@@ -485,7 +491,7 @@ extension AccountStoreConformance {
         )
         try await store.saveWebFlowState(liveState)
         let gone = try await store.signIn(Fixture.facts(), now: Fixture.time(0)).user
-        _ = try await store.deleteUser(id: gone.id, mode: .delete, queueAppleRevocation: false, now: Fixture.time(0))
+        _ = try await store.deleteUser(id: gone.id, mode: .delete, appleRevocationDueAt: nil, now: Fixture.time(0))
 
         // Ten days on, with a week's retention: the revoked and the expired session are past it, the rest is not.
         let result = try await store.purgeExpired(now: Fixture.time(10 * day), retention: 7 * 86_400)
@@ -506,5 +512,45 @@ extension AccountStoreConformance {
         }
         let again = try await store.purgeExpired(now: Fixture.time(10 * day), retention: 7 * 86_400)
         #expect(again.total == 0, "a second purge finds nothing")
+    }
+
+    // MARK: Non-rotating refresh
+
+    static func checkRefreshTokenChangesNothing(_ store: any AccountStore) async throws {
+        let user = try await store.signIn(Fixture.facts(), now: Fixture.time(0)).user
+        let session = SessionID()
+        let first = Fixture.refreshToken(session, user.id, expiresAt: Fixture.time(10_000))
+        try await store.createSession(firstToken: first, now: Fixture.time(0))
+        for _ in 0..<3 {
+            #expect(
+                try await store.checkRefreshToken(presentedHash: first.hash, now: Fixture.time(100))
+                    == .current(sessionID: session, userID: user.id),
+                "checking again and again leaves the token current"
+            )
+        }
+        #expect(try await store.checkRefreshToken(presentedHash: first.hash, now: Fixture.time(10_000)) == .expired)
+        #expect(
+            try await store.checkRefreshToken(presentedHash: Fixture.randomBytes(32), now: Fixture.time(0)) == .notFound
+        )
+
+        let second = Fixture.refreshToken(session, user.id)
+        #expect(
+            try await store.rotateRefreshToken(presentedHash: first.hash, next: second, now: Fixture.time(200))
+                == .rotated(sessionID: session, userID: user.id),
+            "a checked token still rotates"
+        )
+        #expect(
+            try await store.checkRefreshToken(presentedHash: first.hash, now: Fixture.time(300))
+                == .used(sessionID: session, userID: user.id)
+        )
+        #expect(
+            try await store.revokedSessions(since: Fixture.time(0)).isEmpty,
+            "checking a used token revokes nothing"
+        )
+        try await store.revokeSession(session, now: Fixture.time(400))
+        #expect(
+            try await store.checkRefreshToken(presentedHash: second.hash, now: Fixture.time(500))
+                == .revoked(sessionID: session, userID: user.id)
+        )
     }
 }

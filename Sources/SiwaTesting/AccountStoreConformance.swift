@@ -255,7 +255,7 @@ public enum AccountStoreConformance {
         let deleted = try await store.deleteUser(
             id: user.id,
             mode: .delete,
-            queueAppleRevocation: false,
+            appleRevocationDueAt: nil,
             now: Fixture.time(45)
         )
         #expect(deleted?.user.id == user.id, "deleting an existing account answers it")
@@ -280,7 +280,7 @@ public enum AccountStoreConformance {
         let deletedAgain = try await store.deleteUser(
             id: user.id,
             mode: .delete,
-            queueAppleRevocation: true,
+            appleRevocationDueAt: Fixture.time(61),
             now: Fixture.time(61)
         )
         #expect(deletedAgain == nil, "deleting it again answers nil")

@@ -224,7 +224,8 @@ struct NativeSignInTests {
             let limited = try await harness.call(.post, "/auth/apple/nonce")
             #expect(limited.status == .tooManyRequests)
             #expect(limited.json.string("error") == "rate_limited")
-            #expect(limited.headers[.retryAfter] == "2")
+            // Two seconds for one token at 0.5/s, less what refilled while the test ran (slow on a loaded machine).
+            #expect(["1", "2"].contains(limited.headers[.retryAfter]))
             #expect(try await harness.call(.get, "/healthz").status == .ok)  // only /auth/* is limited
         }
     }

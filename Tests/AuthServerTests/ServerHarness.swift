@@ -12,6 +12,12 @@ import NIOCore
 import SiwaTesting
 import Testing
 
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// siwa's server on a loopback port, with the Apple ID emulator as Apple: every call crosses real HTTP.
 struct ServerHarness: Sendable {
     static let teamID = "TEAMSRV001"
@@ -26,25 +32,46 @@ struct ServerHarness: Sendable {
     let clock: ManualWallClock
     /// The key that seals Apple refresh tokens at rest.
     let dataKey: SymmetricKey
+    /// The server's own base URL on loopback (with `web: true`, also its public URL).
+    var serverURL: String = ""
 
     /// Runs `body` with an emulator and a server built by `buildApplication`.
+    /// - Parameters:
+    ///   - web: listen on a port chosen in advance, make `http://127.0.0.1:<port>` the server's public URL and register
+    ///     its `/auth/apple/callback` as a redirect URI of the Services ID, so that the emulator's `form_post` reaches
+    ///     the server.
+    ///   - servicesIDConfigured: give the server the Services ID (`false`: web sign-in is not configured).
     static func run(
         store: any AccountStore = InMemoryAccountStore(),
         configuration: AuthServerConfiguration = AuthServerConfiguration(
             authRateLimit: nil,
             storeRefreshInterval: .milliseconds(200)
         ),
+        web: Bool = false,
+        servicesIDConfigured: Bool = true,
         _ body: @escaping @Sendable (ServerHarness) async throws -> Void
     ) async throws {
         let teamKey = P256.Signing.PrivateKey()
         let clock = ManualWallClock(Date())
+        let serverPort = web ? try freeLoopbackPort() : 0
+        var webConfiguration = configuration
+        if web { webConfiguration.publicURL = "http://127.0.0.1:\(serverPort)" }
+        let configuration = webConfiguration
+        // siwa's own callback and those of the compatibility contracts (ServiceStack, the Vapor tutorial).
+        let webRedirectURIs =
+            web
+            ? [
+                configuration.webCallbackURL, "http://127.0.0.1:\(serverPort)/auth/apple",
+                "http://127.0.0.1:\(serverPort)/web/auth/siwa/callback",
+            ] : []
         let emulatorConfiguration = EmulatorConfiguration(teams: [
             .init(
                 teamID: teamID,
                 keyID: keyID,
                 publicKeyPEM: teamKey.publicKey.pemRepresentation,
                 clients: [
-                    .init(clientID: bundleID), .init(clientID: servicesID, redirectURIs: ["https://example.com/cb"]),
+                    .init(clientID: bundleID),
+                    .init(clientID: servicesID, redirectURIs: ["https://example.com/cb"] + webRedirectURIs),
                 ]
             ),
             .init(
@@ -63,7 +90,7 @@ struct ServerHarness: Sendable {
             let emulatorURL = "http://127.0.0.1:\(try #require(emulatorClient.port))"
             let apple = try AppleSignInConfiguration(
                 bundleIDs: [ClientID(bundleID)],
-                servicesID: ClientID(servicesID),
+                servicesID: servicesIDConfigured ? ClientID(servicesID) : nil,
                 credentials: ClientSecretCredentials(
                     teamID: try TeamID(teamID),
                     keyID: try KeyID(keyID),
@@ -79,16 +106,34 @@ struct ServerHarness: Sendable {
                 transport: AsyncHTTPClientTransport(),
                 dataKey: dataKey,
                 clock: clock,
-                port: 0
+                port: serverPort
             )
+            if web {
+                // The server listens on its public URL, where the emulator's form_post (or a browser) finds it.
+                try await WebLoopbackServer.serve(app, port: serverPort) { server in
+                    try await body(
+                        ServerHarness(
+                            emulatorURL: emulatorURL,
+                            server: server,
+                            store: store,
+                            clock: clock,
+                            dataKey: dataKey,
+                            serverURL: configuration.publicURL
+                        )
+                    )
+                }
+                return
+            }
             try await app.test(.live) { server in
+                let port = try #require(server.port)
                 try await body(
                     ServerHarness(
                         emulatorURL: emulatorURL,
                         server: server,
                         store: store,
                         clock: clock,
-                        dataKey: dataKey
+                        dataKey: dataKey,
+                        serverURL: "http://127.0.0.1:\(port)"
                     )
                 )
             }
@@ -183,6 +228,33 @@ struct ServerHarness: Sendable {
         let answer = try await call(.post, "/auth/apple/native", json: request)
         return (answer.status, answer.json)
     }
+}
+
+/// A port of 127.0.0.1 that nothing listens on right now. Chosen below Linux's ephemeral range (32768 and up), where
+/// the kernel never hands out ports on its own, so that another test's outgoing connection cannot take it before the
+/// server binds; a bind attempt checks that no listener has it.
+func freeLoopbackPort() throws -> Int {
+    for _ in 0..<50 {
+        let port = Int.random(in: 20_000..<32_000)
+        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard descriptor >= 0 else { throw PortError() }
+        defer { close(descriptor) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        if bound == 0 { return port }
+    }
+    throw PortError()
+}
+
+private struct PortError: Error, CustomStringConvertible {
+    var description: String { "could not reserve a free loopback port" }
 }
 
 extension Dictionary where Key == String, Value == Any {

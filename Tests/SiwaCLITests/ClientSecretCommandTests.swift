@@ -17,16 +17,16 @@ struct ClientSecretCommandTests {
         try key.pemRepresentation.write(toFile: keyFile, atomically: true, encoding: .utf8)
     }
 
-    private func decode(_ part: Substring) throws -> [String: Any] {
+    private func decode(_ part: Substring) async throws -> [String: Any] {
         var base64 = part.replacing("-", with: "+").replacing("_", with: "/")
         while base64.count % 4 != 0 { base64.append("=") }
         let data = try #require(Data(base64Encoded: String(base64)))
         return try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
     }
 
-    @Test func printsASecretSignedByTheKey() throws {
+    @Test func printsASecretSignedByTheKey() async throws {
         let before = Int(Date().timeIntervalSince1970)
-        let result = try SiwaProcess.run([
+        let result = try await SiwaProcess.run([
             "client-secret", "--team-id", "ABCDE12345", "--key-id", "KEY1234567", "--client-id", "com.example.web",
             "--key-file", keyFile, "--lifetime", "3600",
         ])
@@ -35,10 +35,10 @@ struct ClientSecretCommandTests {
         let token = result.stdout.trimmingCharacters(in: .newlines)
         let parts = token.split(separator: ".")
         try #require(parts.count == 3)
-        let header = try decode(parts[0])
+        let header = try await decode(parts[0])
         #expect(header["alg"] as? String == "ES256")
         #expect(header["kid"] as? String == "KEY1234567")
-        let claims = try decode(parts[1])
+        let claims = try await decode(parts[1])
         #expect(claims["iss"] as? String == "ABCDE12345")
         #expect(claims["sub"] as? String == "com.example.web")
         #expect(claims["aud"] as? String == "https://appleid.apple.com")
@@ -53,8 +53,8 @@ struct ClientSecretCommandTests {
         #expect(key.publicKey.isValidSignature(signature, for: Data("\(parts[0]).\(parts[1])".utf8)))
     }
 
-    @Test func jsonOutput() throws {
-        let result = try SiwaProcess.run([
+    @Test func jsonOutput() async throws {
+        let result = try await SiwaProcess.run([
             "client-secret", "--team-id", "ABCDE12345", "--key-id", "KEY1234567", "--client-id", "com.example.app",
             "--key-file", keyFile, "--json",
         ])
@@ -64,20 +64,20 @@ struct ClientSecretCommandTests {
         #expect(object["expiresAt"] is String)
     }
 
-    @Test func badSettingsAreNamed() throws {
-        let badKeyID = try SiwaProcess.run([
+    @Test func badSettingsAreNamed() async throws {
+        let badKeyID = try await SiwaProcess.run([
             "client-secret", "--team-id", "ABCDE12345", "--key-id", "KEY", "--client-id", "com.example.app",
             "--key-file", keyFile,
         ])
         #expect(badKeyID.status == 2)
         #expect(badKeyID.stderr.contains("keyID"))
-        let missingKey = try SiwaProcess.run([
+        let missingKey = try await SiwaProcess.run([
             "client-secret", "--team-id", "ABCDE12345", "--key-id", "KEY1234567", "--client-id", "com.example.app",
             "--key-file", keyFile + ".missing", "--json",
         ])
         #expect(missingKey.status == 2)
         #expect(missingKey.stdout.contains(#""error":"invalidConfiguration""#))
-        let tooLong = try SiwaProcess.run([
+        let tooLong = try await SiwaProcess.run([
             "client-secret", "--team-id", "ABCDE12345", "--key-id", "KEY1234567", "--client-id", "com.example.app",
             "--key-file", keyFile, "--lifetime", "15777001",
         ])

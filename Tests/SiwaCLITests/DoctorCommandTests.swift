@@ -1,6 +1,8 @@
+import AccountStoreSQL
 import Crypto
 import CryptoExtras
 import Foundation
+import Logging
 import Testing
 
 /// `siwa doctor` as a subprocess on a good and a broken configuration.
@@ -25,7 +27,29 @@ struct DoctorCommandTests {
         return list.map { ($0["setting"] as! String, $0["ok"] as! Bool, $0["message"] as! String) }
     }
 
-    @Test func goodConfigurationPasses() throws {
+    /// The doctor's one finding about `setting`, with the JSON's optional `note` flag, from `doctor --json`.
+    private func databaseFinding(
+        _ setting: String,
+        _ environment: [String: String]
+    ) async throws -> (ok: Bool, message: String, note: Bool) {
+        let result = try await SiwaProcess.run(
+            ["doctor", "--json"],
+            environment: ["SIWA_DATABASE_URL": "", "SIWA_DATABASE_PATH": ""].merging(environment) { $1 }
+        )
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
+        let list = try #require(object["findings"] as? [[String: Any]])
+        let matching = list.filter { $0["setting"] as? String == setting }
+        try #require(matching.count == 1, "one \(setting) finding in \(result.stdout)")
+        return (
+            try #require(matching[0]["ok"] as? Bool),
+            try #require(matching[0]["message"] as? String),
+            matching[0]["note"] as? Bool ?? false
+        )
+    }
+
+    @Test func goodConfigurationPasses() async throws {
+        let database = directory.appendingPathComponent("siwa.sqlite").path
+        try await SQLAccountStore.sqlite(path: database, logger: Logger(label: "test")).shutdown()
         let key = try write("AuthKey_ABCDE12345.p8", P256.Signing.PrivateKey().pemRepresentation)
         let config = try write(
             "good.env",
@@ -37,12 +61,13 @@ struct DoctorCommandTests {
             SIWA_BUNDLE_IDS=com.example.app, com.example.app.watch
             SIWA_SERVICES_ID=com.example.web
             SIWA_PUBLIC_URL=https://auth.example.com
-            SIWA_DATABASE_URL=postgres://siwa:secret@db.internal:5432/siwa
+            SIWA_DATABASE_PATH=\(database)
             SIWA_DATA_KEY=\(Data(repeating: 7, count: 32).base64EncodedString())
             """
         )
-        let result = try SiwaProcess.run(["doctor", "--config", config])
+        let result = try await SiwaProcess.run(["doctor", "--config", config], environment: ["SIWA_DATABASE_URL": ""])
         #expect(result.status == 0)
+        #expect(result.stdout.contains("✓ SIWA_DATABASE_PATH: SQLite: \(database) opens and answers"))
         #expect(!result.stdout.contains("✗"))
         #expect(
             result.stdout.contains(
@@ -52,7 +77,7 @@ struct DoctorCommandTests {
         #expect(result.stdout.contains("configuration looks right"))
     }
 
-    @Test func brokenConfigurationNamesEveryProblem() throws {
+    @Test func brokenConfigurationNamesEveryProblem() async throws {
         let rsaKey = try write(
             "AuthKey_ABCDE12345.p8",
             try _RSA.Signing.PrivateKey(keySize: .bits2048).pkcs8PEMRepresentation
@@ -70,7 +95,7 @@ struct DoctorCommandTests {
             SIWA_APPLE_BASE_URL=http://apple.example.com
             """
         )
-        let result = try SiwaProcess.run(["doctor", "--config", config, "--json"])
+        let result = try await SiwaProcess.run(["doctor", "--config", config, "--json"])
         #expect(result.status == 1)
         let problems = try findings(result.stdout).filter { !$0.ok }
         func problem(_ setting: String, _ text: String) -> Bool {
@@ -85,14 +110,76 @@ struct DoctorCommandTests {
         #expect(problem("SIWA_APPLE_BASE_URL", "use https"))
     }
 
-    @Test func missingSettingsAreNamed() throws {
+    @Test func missingSettingsAreNamed() async throws {
         let config = try write("empty.env", "SIWA_PUBLIC_URL=https://auth.example.com\n")
-        let result = try SiwaProcess.run(["doctor", "--config", config])
+        let result = try await SiwaProcess.run(["doctor", "--config", config])
         #expect(result.status == 1)
         for setting in ["SIWA_TEAM_ID", "SIWA_KEY_ID", "SIWA_PRIVATE_KEY_FILE", "SIWA_BUNDLE_IDS"] {
             #expect(
                 result.stdout.contains("✗ \(setting): missing") || result.stdout.contains("✗ \(setting): no client id")
             )
         }
+    }
+
+    @Test func unreachablePostgreSQLIsReported() async throws {
+        let finding = try await databaseFinding(
+            "SIWA_DATABASE_URL",
+            ["SIWA_DATABASE_URL": "postgres://siwa:hunter2@127.0.0.1:1/siwa?sslmode=disable"]
+        )
+        #expect(!finding.ok)
+        #expect(finding.message.contains("127.0.0.1:1"))
+        #expect(finding.message.contains("connection refused"))
+        #expect(!finding.message.contains("hunter2"))
+    }
+
+    @Test func missingSQLiteFileIsANoteAndIsNotCreated() async throws {
+        let path = directory.appendingPathComponent("not-yet.sqlite").path
+        let finding = try await databaseFinding("SIWA_DATABASE_PATH", ["SIWA_DATABASE_PATH": path])
+        #expect(finding.ok)
+        #expect(finding.note)
+        #expect(finding.message.contains("the SQLite file does not exist yet; `siwa migrate` creates it"))
+        #expect(!FileManager.default.fileExists(atPath: path))
+    }
+
+    @Test func sqliteFileInAMissingDirectoryIsAProblem() async throws {
+        let path = directory.appendingPathComponent("absent/siwa.sqlite").path
+        let finding = try await databaseFinding("SIWA_DATABASE_PATH", ["SIWA_DATABASE_PATH": path])
+        #expect(!finding.ok)
+        #expect(finding.message.contains("does not exist"))
+        #expect(!FileManager.default.fileExists(atPath: path))
+    }
+
+    @Test func fileThatIsNotSQLiteIsAProblem() async throws {
+        let path = try write("text.sqlite", "not a database, just some text that is long enough to have a header")
+        let finding = try await databaseFinding("SIWA_DATABASE_PATH", ["SIWA_DATABASE_PATH": path])
+        #expect(!finding.ok)
+        #expect(finding.message.contains("is not a SQLite database"))
+    }
+
+    /// Against the private server of `scripts/with-postgres` (`SIWA_TEST_POSTGRES_URL`).
+    @Test(.enabled(if: ProcessInfo.processInfo.environment["SIWA_TEST_POSTGRES_URL"] != nil))
+    func postgreSQLLoginProblemsAreNamed() async throws {
+        let url = try #require(URLComponents(string: ProcessInfo.processInfo.environment["SIWA_TEST_POSTGRES_URL"]!))
+        let good = try await databaseFinding("SIWA_DATABASE_URL", ["SIWA_DATABASE_URL": try #require(url.string)])
+        #expect(good.ok, "\(good.message)")
+
+        var wrongPassword = url
+        wrongPassword.password = "wrong-password"
+        let refused = try await databaseFinding(
+            "SIWA_DATABASE_URL",
+            ["SIWA_DATABASE_URL": try #require(wrongPassword.string)]
+        )
+        #expect(!refused.ok)
+        #expect(refused.message.contains("refused the password of user \(url.user ?? "")"))
+        #expect(!refused.message.contains("wrong-password"))
+
+        var missingDatabase = url
+        missingDatabase.path = "/no_such_database"
+        let missing = try await databaseFinding(
+            "SIWA_DATABASE_URL",
+            ["SIWA_DATABASE_URL": try #require(missingDatabase.string)]
+        )
+        #expect(!missing.ok)
+        #expect(missing.message.contains("the database no_such_database does not exist"))
     }
 }

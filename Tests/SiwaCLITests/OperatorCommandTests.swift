@@ -21,21 +21,24 @@ struct OperatorCommandTests {
         ]
     }
 
-    @Test func migrateCreatesTheDatabase() throws {
-        let result = try SiwaProcess.run(["migrate"], environment: environment)
+    @Test func migrateCreatesTheDatabase() async throws {
+        let result = try await SiwaProcess.run(["migrate"], environment: environment)
         #expect(result.status == 0)
         #expect(result.stdout.contains("current schema"))
         #expect(FileManager.default.fileExists(atPath: environment["SIWA_DATABASE_PATH"]!))
-        let broken = try SiwaProcess.run(["migrate"], environment: environment.merging(["SIWA_PORT": "http"]) { $1 })
+        let broken = try await SiwaProcess.run(
+            ["migrate"],
+            environment: environment.merging(["SIWA_PORT": "http"]) { $1 }
+        )
         #expect(broken.status == 2)
         #expect(broken.stderr.contains("SIWA_PORT"))
     }
 
-    @Test func keysRotateAddsAKeyEachTime() throws {
-        let first = try SiwaProcess.run(["keys", "rotate"], environment: environment)
+    @Test func keysRotateAddsAKeyEachTime() async throws {
+        let first = try await SiwaProcess.run(["keys", "rotate"], environment: environment)
         #expect(first.status == 0)
         #expect(first.stdout.contains("(2 key(s) stored)"))  // the first key, then the rotated one
-        let second = try SiwaProcess.run(["keys", "rotate"], environment: environment)
+        let second = try await SiwaProcess.run(["keys", "rotate"], environment: environment)
         #expect(second.stdout.contains("(3 key(s) stored)"))
     }
 
@@ -58,19 +61,19 @@ struct OperatorCommandTests {
         )
         await store.shutdown()
 
-        let list = try SiwaProcess.run(["users", "list", "--json"], environment: environment)
+        let list = try await SiwaProcess.run(["users", "list", "--json"], environment: environment)
         #expect(list.status == 0)
         let users = try #require(try JSONSerialization.jsonObject(with: Data(list.stdout.utf8)) as? [[String: Any]])
         #expect(users.count == 1)
         #expect(users.first?["id"] as? String == outcome.user.id.description)
         #expect(users.first?["displayName"] as? String == "Ops Person")
 
-        let byApple = try SiwaProcess.run(["users", "show", "001111.aaaa.2222"], environment: environment)
+        let byApple = try await SiwaProcess.run(["users", "show", "001111.aaaa.2222"], environment: environment)
         #expect(byApple.status == 0)
         #expect(byApple.stdout.contains("ops@example.com"))
-        let byID = try SiwaProcess.run(["users", "show", outcome.user.id.description], environment: environment)
+        let byID = try await SiwaProcess.run(["users", "show", outcome.user.id.description], environment: environment)
         #expect(byID.stdout.contains("\"givenName\":\"Ops\""))
-        let missing = try SiwaProcess.run(["users", "show", "nobody"], environment: environment)
+        let missing = try await SiwaProcess.run(["users", "show", "nobody"], environment: environment)
         #expect(missing.status == 1)
         #expect(missing.stderr.contains("no account nobody"))
     }

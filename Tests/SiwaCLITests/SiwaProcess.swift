@@ -1,8 +1,9 @@
 import Foundation
+import SiwaTesting
 
 /// Runs the built `siwa` executable as a subprocess, as a user would.
 struct SiwaProcess {
-    struct Result {
+    struct Result: Sendable {
         let status: Int32
         let stdout: String
         let stderr: String
@@ -18,10 +19,19 @@ struct SiwaProcess {
         return packageRoot.appendingPathComponent(".build/debug/siwa")
     }()
 
+    /// Runs `siwa` with `arguments` and waits for it off Swift's cooperative pool (see `offCooperativePool`).
     static func run(
         _ arguments: [String],
         stdin: String? = nil,
         environment extra: [String: String] = [:]
+    ) async throws -> Result {
+        try await offCooperativePool { try runBlocking(arguments, stdin: stdin, environment: extra) }
+    }
+
+    private static func runBlocking(
+        _ arguments: [String],
+        stdin: String?,
+        environment extra: [String: String]
     ) throws -> Result {
         let process = Process()
         process.executableURL = executable

@@ -60,7 +60,7 @@ public struct PendingAppleRevocation: Sendable, Hashable {
     }
 }
 
-/// The result of ``AccountStore/deleteUser(id:mode:queueAppleRevocation:now:)``.
+/// The result of ``AccountStore/deleteUser(id:mode:appleRevocationDueAt:now:)``.
 public struct DeletedAccount: Sendable, Hashable {
     public var user: UserRecord
     /// Sessions that were active and ended with the account.

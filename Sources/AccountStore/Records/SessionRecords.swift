@@ -38,6 +38,20 @@ public enum RotationOutcome: Sendable, Hashable {
     case notFound
 }
 
+/// The state of a presented refresh token, from ``AccountStore/checkRefreshToken(presentedHash:now:)``.
+public enum RefreshTokenCheck: Sendable, Hashable {
+    /// The session's current token, unexpired.
+    case current(sessionID: SessionID, userID: UserID)
+    /// A token that was already rotated away.
+    case used(sessionID: SessionID, userID: UserID)
+    /// The token's session was revoked.
+    case revoked(sessionID: SessionID, userID: UserID)
+    /// The token is past its expiry.
+    case expired
+    /// No such token.
+    case notFound
+}
+
 /// A session revocation, for the in-memory revocation lists of every instance.
 public struct SessionRevocation: Sendable, Hashable {
     public var sessionID: SessionID

@@ -12,7 +12,10 @@ struct SessionController: Sendable {
     let store: any AccountStore
     let issuer: AccessTokenIssuer
     let revocations: RevocationList
+    let users: UserCache
     let clock: any WallClock
+    /// Validates overdue Apple refresh tokens on refresh (`nil`: no Apple credentials, nothing to validate).
+    var appleConsent: AppleConsentChecker? = nil
 
     struct NativeSignInRequest: Decodable {
         var identityToken: String
@@ -38,8 +41,8 @@ struct SessionController: Sendable {
     func addRoutes(to auth: RouterGroup<SiwaRequestContext>, api: RouterGroup<SiwaRequestContext>) {
         auth.post("/apple/native", use: native)
         auth.post("/apple/nonce", use: nonce)
-        auth.post("/refresh", use: refresh)
-        auth.post("/logout", use: logout)
+        auth.post("/refresh", use: refreshByTokenOrCookie)
+        auth.post("/logout", use: logoutByTokenOrCookie)
         api.get("/me", use: me)
     }
 
@@ -53,7 +56,10 @@ struct SessionController: Sendable {
             authorizationCode: body.authorizationCode,
             nonce: body.nonce.flatMap { $0.isEmpty ? nil : $0 },
             givenName: body.givenName,
-            familyName: body.familyName
+            familyName: body.familyName,
+            // A Services ID code (the Android web flow hands its callback to the app) is exchanged with the web
+            // callback URL; bundle-id codes ignore it.
+            redirectURI: configuration.webCallbackURL
         )
         return SessionResponse(
             accessToken: signedIn.accessToken,
@@ -85,8 +91,10 @@ struct SessionController: Sendable {
         logger: Logger
     ) async throws -> (accessToken: String, expiresIn: Int, refreshToken: String) {
         guard !refreshToken.isEmpty, refreshToken.utf8.count <= 512 else {
+            signIn.metrics?.refresh(.invalid)
             throw AuthServerError.unauthorized("invalid_refresh_token", "the refresh token is not valid")
         }
+        try await requireAppleConsentBeforeRotating(presentedHash: RefreshTokens.hash(refreshToken), logger: logger)
         let next = RefreshTokens.generate()
         let now = clock.now
         let outcome = try await store.rotateRefreshToken(
@@ -102,9 +110,12 @@ struct SessionController: Sendable {
         )
         switch outcome {
         case .rotated(let sessionID, let userID):
+            signIn.metrics?.refresh(.rotated)
+            try await requireAppleConsentAfterRotating(userID: userID, logger: logger)
             let access = try issuer.issue(userID: userID, sessionID: sessionID)
             return (access.token, access.expiresIn, next)
         case .reused(let sessionID, let userID):
+            signIn.metrics?.refresh(.reused)
             revocations.add(sessionID, at: now)
             logger.warning(
                 "refresh token reused: session revoked",
@@ -114,11 +125,15 @@ struct SessionController: Sendable {
                 "refresh_token_reused",
                 "this refresh token was already used; the session has been revoked, sign in again"
             )
-        case .revoked:
+        case .revoked(_, let userID):
+            signIn.metrics?.refresh(.revoked)
+            if let ended = try await appleConsentEndedError(userID: userID) { throw ended }
             throw AuthServerError.unauthorized("refresh_token_revoked", "the session has ended; sign in again")
         case .expired:
+            signIn.metrics?.refresh(.expired)
             throw AuthServerError.unauthorized("refresh_token_expired", "the refresh token has expired; sign in again")
         case .notFound:
+            signIn.metrics?.refresh(.invalid)
             throw AuthServerError.unauthorized("invalid_refresh_token", "the refresh token is not valid")
         }
     }
@@ -143,11 +158,8 @@ struct SessionController: Sendable {
     }
 
     @Sendable func me(_ request: Request, context: SiwaRequestContext) async throws -> UserResponse {
-        guard let bearer = request.bearerToken else {
-            throw AuthServerError.unauthorized("missing_token", "send 'Authorization: Bearer <access token>'")
-        }
-        let claims = try authenticate(bearer)
-        guard let user = try await store.user(id: claims.userID) else {
+        let claims = try authenticateRequest(request).claims
+        guard let user = try await users.user(id: claims.userID, store: store) else {
             throw AuthServerError.unauthorized("unknown_user", "the account no longer exists")
         }
         return UserResponse(user)
@@ -163,6 +175,9 @@ struct SessionController: Sendable {
         }
         guard !revocations.contains(claims.sessionID) else {
             throw AuthServerError.unauthorized("session_revoked", "the session of this access token has ended")
+        }
+        guard !revocations.containsDeletedUser(claims.userID) else {
+            throw AuthServerError.unauthorized("account_deleted", "the account of this access token was deleted")
         }
         return claims
     }

@@ -16,6 +16,10 @@ public struct SignInService: Sendable {
     let sealer: DataSealer
     let clock: any WallClock
     let logger: Logger
+    /// Counts sign-ins, refused identity tokens and failed code exchanges (`nil`: counts nothing).
+    let metrics: ServerMetrics?
+    /// Kept current with every account a sign-in writes.
+    let userCache: UserCache?
 
     public init(
         configuration: AuthServerConfiguration,
@@ -25,7 +29,9 @@ public struct SignInService: Sendable {
         issuer: AccessTokenIssuer,
         sealer: DataSealer,
         clock: any WallClock,
-        logger: Logger
+        logger: Logger,
+        metrics: ServerMetrics? = nil,
+        userCache: UserCache? = nil
     ) {
         self.configuration = configuration
         self.store = store
@@ -35,6 +41,8 @@ public struct SignInService: Sendable {
         self.sealer = sealer
         self.clock = clock
         self.logger = logger
+        self.metrics = metrics
+        self.userCache = userCache
     }
 
     /// A completed sign-in.
@@ -48,22 +56,25 @@ public struct SignInService: Sendable {
 
     /// Verifies the identity token (and nonce), exchanges the code when given, finds or creates the account and
     /// starts a session.
+    ///
+    /// The web flow passes `flow: .web` and the Services ID as `requiredAudience`; its nonce comes from the flow's
+    /// server-side state, so the server-nonce requirement of native sign-ins does not apply to it.
     public func signIn(
         identityToken: String,
         authorizationCode: String?,
         nonce: String?,
         givenName: String?,
         familyName: String?,
-        redirectURI: String? = nil
+        redirectURI: String? = nil,
+        flow: ServerMetrics.SignInFlow = .native,
+        requiredAudience: ClientID? = nil
     ) async throws -> SignedIn {
-        let token: IdentityToken
-        do {
-            token = try await verifier.verify(identityToken, expectedNonce: nonce)
-            if configuration.requireServerNonce { try await consumeServerNonce(of: token) }
-        } catch let error as AppleSignInError {
-            logger.info("identity token refused", metadata: ["check": "\(error.code)", "reason": "\(error.reason)"])
-            throw Self.httpError(error)
-        }
+        let token = try await verifyIdentityToken(
+            identityToken,
+            nonce: nonce,
+            requiredAudience: requiredAudience,
+            consumesServerNonce: flow != .web
+        )
         let outcome = try await store.signIn(
             AppleSignInFacts(
                 appleUserID: token.sub,
@@ -90,6 +101,8 @@ public struct SignInService: Sendable {
             )
         }
         let session = try await startSession(for: outcome.user.id)
+        metrics?.signIn(flow: flow, isNewUser: outcome.isNewUser)
+        userCache?.update(outcome.user)
         logger.info(
             "signed in",
             metadata: ["user": "\(outcome.user.id)", "new": "\(outcome.isNewUser)", "client": "\(token.aud)"]
@@ -103,6 +116,33 @@ public struct SignInService: Sendable {
         )
     }
 
+    /// Verifies an identity token: Apple's checks and the nonce, then `requiredAudience` when given, then (when the
+    /// server requires it and `consumesServerNonce`) consumes the server nonce.
+    /// - Throws: ``AuthServerError``: 401 naming the failed check, 503 when Apple's keys are unreachable.
+    func verifyIdentityToken(
+        _ identityToken: String,
+        nonce: String?,
+        requiredAudience: ClientID? = nil,
+        consumesServerNonce: Bool = true
+    ) async throws -> IdentityToken {
+        do {
+            let token = try await verifier.verify(identityToken, expectedNonce: nonce)
+            if let requiredAudience, token.aud != requiredAudience {
+                throw AppleSignInError(
+                    .audienceMismatch,
+                    "the token is for client '\(token.aud)', this flow needs '\(requiredAudience)'"
+                )
+            }
+            if consumesServerNonce, configuration.requireServerNonce { try await consumeServerNonce(of: token) }
+            return token
+        } catch let error as AppleSignInError {
+            logger.info("identity token refused", metadata: ["check": "\(error.code)", "reason": "\(error.reason)"])
+            let refusal = Self.httpError(error)
+            metrics?.identityTokenFailure(reason: refusal.code)
+            throw refusal
+        }
+    }
+
     /// Exchanges the code at Apple and keeps the refresh token sealed. Apple being down does not fail the sign-in.
     private func keepAppleRefreshToken(
         code: String,
@@ -112,7 +152,13 @@ public struct SignInService: Sendable {
         apple: AppleAPIClient
     ) async {
         do {
-            let tokens = try await apple.exchange(code: code, for: token, redirectURI: redirectURI)
+            let tokens: AppleTokenResponse
+            do {
+                tokens = try await apple.exchange(code: code, for: token, redirectURI: redirectURI)
+            } catch {
+                metrics?.codeExchangeFailed()
+                throw error
+            }
             guard let refreshToken = tokens.refreshToken else { return }
             try await store.saveAppleToken(
                 AppleTokenRecord(

@@ -13,6 +13,8 @@ public import Foundation
 public final class RevocationList: Sendable {
     private struct State {
         var revoked: [SessionID: Date] = [:]
+        /// Accounts deleted or anonymised: every access token of theirs is refused.
+        var deletedUsers: [UserID: Date] = [:]
         var lastRefresh: Date?
     }
 
@@ -32,13 +34,27 @@ public final class RevocationList: Sendable {
         state.withLock { $0.revoked[sessionID] = date }
     }
 
-    /// Pulls revocations from the store since the last refresh (with a little overlap for clock skew).
+    /// Whether the account was deleted (or anonymised) recently enough that its access tokens may still be unexpired.
+    public func containsDeletedUser(_ userID: UserID) -> Bool {
+        state.withLock { $0.deletedUsers[userID] != nil }
+    }
+
+    /// Refuses every access token of a deleted (or anonymised) account.
+    public func addDeletedUser(_ userID: UserID, at date: Date) {
+        state.withLock { $0.deletedUsers[userID] = date }
+    }
+
+    /// Pulls session revocations and account deletions from the store since the last refresh (with a little overlap
+    /// for clock skew).
     public func refresh(from store: any AccountStore, now: Date) async throws {
         let since = state.withLock { $0.lastRefresh?.addingTimeInterval(-30) ?? now.addingTimeInterval(-retention) }
         let revocations = try await store.revokedSessions(since: since)
+        let deletions = try await store.deletedAccounts(since: since)
         state.withLock { state in
             for revocation in revocations { state.revoked[revocation.sessionID] = revocation.revokedAt }
             state.revoked = state.revoked.filter { now.timeIntervalSince($0.value) < retention }
+            for deletion in deletions { state.deletedUsers[deletion.userID] = deletion.deletedAt }
+            state.deletedUsers = state.deletedUsers.filter { now.timeIntervalSince($0.value) < retention }
             state.lastRefresh = now
         }
     }

@@ -1,0 +1,288 @@
+public import AccountStore
+public import Logging
+import NIOCore
+import NIOPosix
+import PostgresKit
+import PostgresNIO
+import SQLiteNIO
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+extension SQLAccountStore {
+    /// What a connection check found, when the database can be used.
+    public enum ConnectionCheck: Sendable, Equatable {
+        /// The database answered a query.
+        case connected
+        /// The SQLite file does not exist yet, and its directory is writable: migrating (`siwa migrate`) creates it.
+        case notCreatedYet
+    }
+
+    /// Checks that the SQLite file at `path` can be used, without creating it and without migrating it: opens one
+    /// connection, reads the schema table, and closes it.
+    ///
+    /// - Parameters:
+    ///   - path: The database file, absolute or relative to the current directory.
+    ///   - logger: For the driver's debug logs.
+    /// - Returns: ``ConnectionCheck/connected``, or ``ConnectionCheck/notCreatedYet`` when the file does not exist
+    ///   but its directory is writable.
+    /// - Throws: ``StoreError/Code/unavailable`` naming the cause when the file or its directory is missing or not
+    ///   writable or the file cannot be opened, ``StoreError/Code/corrupt`` when it is not a SQLite database.
+    public static func checkConnection(
+        sqlitePath path: String,
+        logger: Logger
+    ) async throws(StoreError) -> ConnectionCheck {
+        guard !path.isEmpty else { throw StoreError(.invalidInput, "the SQLite path is empty") }
+        let files = FileManager.default
+        let absolute = path.hasPrefix("/") ? path : files.currentDirectoryPath + "/" + path
+        let directory = absolute.split(separator: "/", omittingEmptySubsequences: false).dropLast()
+            .joined(separator: "/")
+        let directoryShown = directory.isEmpty ? "/" : directory
+        guard fileKind(directoryShown) == .directory else {
+            throw StoreError(
+                .unavailable,
+                "the directory \(directoryShown) for \(path) does not exist: create it, or put the SQLite file elsewhere"
+            )
+        }
+        // SQLite in WAL mode keeps `-wal` and `-shm` files beside the database: the directory must be writable too.
+        guard access(directoryShown, W_OK | X_OK) == 0 else {
+            throw StoreError(.unavailable, "the directory \(directoryShown) for \(path) is not writable by this user")
+        }
+        let kind = fileKind(absolute)
+        guard kind != .missing else { return .notCreatedYet }
+        guard kind != .directory else {
+            throw StoreError(.unavailable, "\(path) is a directory, not a SQLite file")
+        }
+        guard access(absolute, R_OK | W_OK) == 0 else {
+            throw StoreError(.unavailable, "\(path) exists but is not readable and writable by this user")
+        }
+        // `mode=rw`: fail rather than create the file should it vanish in between.
+        let uri = "file:\(percentEncoded(absolute))?mode=rw"
+        let connection: SQLiteConnection
+        do {
+            connection = try await SQLiteConnection.open(storage: .file(path: uri), logger: checkLogger(logger))
+        } catch {
+            throw StoreError(.unavailable, "\(path) cannot be opened (\(sqliteReason(error)))")
+        }
+        do {
+            // Reading the schema table reads the file's header: a file that is not SQLite fails here.
+            _ = try await connection.query("SELECT count(*) FROM sqlite_master")
+            try? await connection.close()
+            return .connected
+        } catch {
+            try? await connection.close()
+            if let error = error as? SQLiteError, error.reason == .notADatabase {
+                throw StoreError(.corrupt, "\(path) is not a SQLite database")
+            }
+            throw StoreError(.unavailable, "\(path) cannot be read (\(sqliteReason(error)))")
+        }
+    }
+
+    /// Checks that the PostgreSQL database of `url` accepts a login, without migrating it: connects, runs
+    /// `SELECT 1`, and closes the connection.
+    ///
+    /// - Parameters:
+    ///   - url: `postgres://USER:PASSWORD@HOST:PORT/DATABASE`, as for ``postgres(url:schema:connectionsPerEventLoop:logger:)``.
+    ///   - timeout: How long to wait for the whole check.
+    ///   - logger: For the driver's debug logs.
+    /// - Returns: ``ConnectionCheck/connected``.
+    /// - Throws: ``StoreError/Code/invalidInput`` for a URL that cannot be used, ``StoreError/Code/unavailable``
+    ///   naming the cause otherwise: nothing listening at the host and port, a host name that does not resolve, no
+    ///   answer in time, a refused password or login, a missing database. The reason never repeats the password.
+    /// - Warning: `url` holds the database password: read it from a secret, never log it.
+    public static func checkConnection(
+        postgresURL url: String,
+        timeout: Duration = .seconds(5),
+        logger: Logger
+    ) async throws(StoreError) -> ConnectionCheck {
+        var configuration: PostgresConnection.Configuration
+        do {
+            configuration = try SQLPostgresConfiguration(url: url).coreConfiguration
+        } catch {
+            throw StoreError(.invalidInput, "the URL is not a postgres:// URL siwa can use")
+        }
+        configuration.options.connectTimeout = TimeAmount(timeout)
+        let target = Target(configuration)
+        let connectionConfiguration = configuration
+        let quiet = checkLogger(logger)
+        let outcome: Result<Void, any Error> = await withTaskGroup(of: Result<Void, any Error>?.self) { group in
+            group.addTask {
+                do {
+                    let connection = try await PostgresConnection.connect(
+                        configuration: connectionConfiguration,
+                        id: 1,
+                        logger: quiet
+                    )
+                    do {
+                        _ = try await connection.query("SELECT 1", logger: quiet).collect()
+                    } catch {
+                        try? await connection.close()
+                        return .failure(error)
+                    }
+                    try? await connection.close()
+                    return .success(())
+                } catch {
+                    return .failure(error)
+                }
+            }
+            group.addTask {
+                try? await Task.sleep(for: timeout)
+                return nil
+            }
+            let first = await group.next() ?? nil
+            group.cancelAll()
+            return first ?? .failure(ChannelError.connectTimeout(TimeAmount(timeout)))
+        }
+        if case .failure(let error) = outcome { throw target.explain(error, timeout: timeout) }
+        return .connected
+    }
+
+    /// Where a PostgreSQL URL points, for messages: never the password.
+    private struct Target: Sendable {
+        var address: String
+        var host: String
+        var username: String
+        var database: String
+
+        init(_ configuration: PostgresConnection.Configuration) {
+            let host = configuration.host ?? configuration.unixSocketPath ?? "?"
+            self.host = host
+            address = configuration.port.map { "\(host):\($0)" } ?? host
+            username = configuration.username
+            database = configuration.database ?? configuration.username
+        }
+
+        func explain(_ error: any Error, timeout: Duration) -> StoreError {
+            let unreachable = StoreError.Code.unavailable
+            guard let error = error as? PSQLError else { return explainConnection(error, timeout: timeout) }
+            switch error.code {
+            case .server:
+                let state = error.serverInfo?[.sqlState] ?? "?"
+                switch state {
+                case "28P01":
+                    return StoreError(unreachable, "PostgreSQL at \(address) refused the password of user \(username)")
+                case "28000":
+                    return StoreError(
+                        unreachable,
+                        "PostgreSQL at \(address) refused the login of user \(username) (no such role, or no pg_hba.conf entry for this client)"
+                    )
+                case "3D000":
+                    return StoreError(
+                        unreachable,
+                        "the database \(database) does not exist on PostgreSQL at \(address): create it (createdb \(database)) or fix the database name"
+                    )
+                case "53300":
+                    return StoreError(unreachable, "PostgreSQL at \(address) has too many connections")
+                case "57P03":
+                    return StoreError(unreachable, "PostgreSQL at \(address) is starting up or shutting down")
+                default:
+                    return StoreError(
+                        unreachable,
+                        "PostgreSQL at \(address) refused the connection (SQLSTATE \(state))"
+                    )
+                }
+            case .connectionError:
+                return explainConnection(error.underlying ?? error, timeout: timeout)
+            case .sslUnsupported:
+                return StoreError(
+                    unreachable,
+                    "PostgreSQL at \(address) does not offer TLS but the URL requires it: enable ssl on the server or change sslmode"
+                )
+            case .failedToAddSSLHandler:
+                return StoreError(unreachable, "the TLS connection to PostgreSQL at \(address) failed")
+            case .authMechanismRequiresPassword:
+                return StoreError(unreachable, "PostgreSQL at \(address) asks for a password and the URL has none")
+            case .unsupportedAuthMechanism, .saslError:
+                return StoreError(unreachable, "PostgreSQL at \(address) asks for a login method siwa cannot use")
+            case .serverClosedConnection, .uncleanShutdown:
+                return StoreError(unreachable, "PostgreSQL at \(address) closed the connection")
+            default:
+                return StoreError(unreachable, "cannot connect to PostgreSQL at \(address) (\(error.code))")
+            }
+        }
+
+        private func explainConnection(_ error: any Error, timeout: Duration) -> StoreError {
+            if let error = error as? NIOConnectionError {
+                if error.connectionErrors.isEmpty, error.dnsAError != nil || error.dnsAAAAError != nil {
+                    return StoreError(.unavailable, "the host name \(host) does not resolve")
+                }
+                if let first = error.connectionErrors.first?.error { return explainConnection(first, timeout: timeout) }
+            }
+            if let error = error as? IOError {
+                switch error.errnoCode {
+                case ECONNREFUSED:
+                    return StoreError(
+                        .unavailable,
+                        "nothing accepts connections at \(address) (connection refused): is PostgreSQL running, on this host and port?"
+                    )
+                case EHOSTUNREACH, ENETUNREACH:
+                    return StoreError(.unavailable, "\(address) cannot be reached from here (no route to host)")
+                case ETIMEDOUT:
+                    return StoreError(.unavailable, "no answer from \(address) (timed out)")
+                default:
+                    return StoreError(.unavailable, "cannot connect to \(address) (errno \(error.errnoCode))")
+                }
+            }
+            if let error = error as? ChannelError, case .connectTimeout = error {
+                return StoreError(
+                    .unavailable,
+                    "no answer from PostgreSQL at \(address) within \(timeout): a firewall, or the wrong host or port?"
+                )
+            }
+            return StoreError(.unavailable, "cannot connect to PostgreSQL at \(address) (\(type(of: error)))")
+        }
+    }
+
+    private enum FileKind {
+        case missing
+        case directory
+        case other
+    }
+
+    /// What is at `path`, following symbolic links.
+    private static func fileKind(_ path: String) -> FileKind {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return .missing }
+        return info.st_mode & S_IFMT == S_IFDIR ? .directory : .other
+    }
+
+    /// `logger` for the drivers, at debug or above: at trace, PostgresNIO logs every message from the server.
+    private static func checkLogger(_ logger: Logger) -> Logger {
+        var quiet = logger
+        quiet.logLevel = max(logger.logLevel, .debug)
+        return quiet
+    }
+
+    /// The driver's reason code of a SQLite error, never its message (which can quote the path or values).
+    private static func sqliteReason(_ error: any Error) -> String {
+        (error as? SQLiteError).map { "SQLite \($0.reason)" } ?? "\(type(of: error))"
+    }
+
+    /// `path` for a SQLite `file:` URI: everything but unreserved characters and `/` percent-encoded.
+    private static func percentEncoded(_ path: String) -> String {
+        var out = ""
+        for byte in path.utf8 {
+            switch byte {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+                UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"),
+                UInt8(ascii: "~"), UInt8(ascii: "/"):
+                out.append(Character(Unicode.Scalar(byte)))
+            default:
+                let hex = Array("0123456789ABCDEF")
+                out += "%\(hex[Int(byte >> 4)])\(hex[Int(byte & 0xF)])"
+            }
+        }
+        return out
+    }
+}

@@ -1,0 +1,112 @@
+import Foundation
+import Hummingbird
+import NIOCore
+
+/// A compatibility request's fields, from a JSON object or a form body, with case-insensitive names (ServiceStack
+/// binds `AccessToken`, `accessToken` and `access_token` alike).
+struct CompatRequestBody: Sendable {
+    /// Lower-cased names without `_`, to values (strings, numbers and booleans as strings; objects kept as objects).
+    private let fields: [String: Field]
+
+    enum Field: Sendable {
+        case text(String)
+        case object(CompatRequestBody)
+    }
+
+    init(fields: [String: Field]) {
+        self.fields = fields
+    }
+
+    /// Reads the body (413 beyond `limit`) and parses it.
+    static func read(_ request: Request, limit: Int) async throws -> CompatRequestBody {
+        try parse(try await collect(request, limit: limit), contentType: request.headers[.contentType])
+    }
+
+    /// The raw body, refusing more than `limit` bytes with 413.
+    static func collect(_ request: Request, limit: Int) async throws -> [UInt8] {
+        do {
+            return Array(try await request.body.collect(upTo: limit).readableBytesView)
+        } catch {
+            throw AuthServerError(.contentTooLarge, "body_too_large", "the request body is larger than \(limit) bytes")
+        }
+    }
+
+    /// JSON when the body starts with `{`, else a form. An empty body has no fields.
+    static func parse(_ bytes: [UInt8], contentType: String?) throws -> CompatRequestBody {
+        guard let first = bytes.first(where: { !($0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09) }) else {
+            return CompatRequestBody(fields: [:])
+        }
+        if first == UInt8(ascii: "{") {
+            guard let object = try? JSONSerialization.jsonObject(with: Data(bytes)) as? [String: Any] else {
+                throw AuthServerError.badRequest("invalid_json", "the body is not a JSON object")
+            }
+            return CompatRequestBody(json: object)
+        }
+        guard isForm(contentType) else {
+            throw AuthServerError.badRequest("invalid_body", "send a JSON object or a form")
+        }
+        var fields: [String: Field] = [:]
+        for (name, value) in formFields(bytes) { fields[Self.normalize(name)] = .text(value) }
+        return CompatRequestBody(fields: fields)
+    }
+
+    static func isForm(_ contentType: String?) -> Bool {
+        (contentType ?? "").lowercased().hasPrefix("application/x-www-form-urlencoded")
+    }
+
+    /// A form body's fields, in order.
+    static func formFields(_ bytes: [UInt8]) -> [(String, String)] {
+        String(decoding: bytes, as: UTF8.self).split(separator: "&").map { pair in
+            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            return (formDecode(parts[0]), parts.count > 1 ? formDecode(parts[1]) : "")
+        }
+    }
+
+    init(json object: [String: Any]) {
+        var fields: [String: Field] = [:]
+        for (name, value) in object {
+            switch value {
+            case let text as String: fields[Self.normalize(name)] = .text(text)
+            case let nested as [String: Any]: fields[Self.normalize(name)] = .object(CompatRequestBody(json: nested))
+            case let flag as Bool: fields[Self.normalize(name)] = .text(flag ? "true" : "false")
+            case let number as Int: fields[Self.normalize(name)] = .text(String(number))
+            case let number as Double: fields[Self.normalize(name)] = .text(String(number))
+            default: break  // null and arrays carry nothing a contract reads
+            }
+        }
+        self.fields = fields
+    }
+
+    /// A non-empty text field.
+    func string(_ name: String) -> String? {
+        guard case .text(let value) = fields[Self.normalize(name)], !value.isEmpty else { return nil }
+        return value
+    }
+
+    func object(_ name: String) -> CompatRequestBody? {
+        guard case .object(let value) = fields[Self.normalize(name)] else { return nil }
+        return value
+    }
+
+    func bool(_ name: String) -> Bool {
+        guard let value = string(name)?.lowercased() else { return false }
+        return value == "true" || value == "1"
+    }
+
+    /// A field that may be sent as a text field or as JSON text (ServiceStack's `meta` from a form).
+    func objectOrJSONText(_ name: String) -> CompatRequestBody? {
+        if let object = object(name) { return object }
+        guard let text = string(name), let data = text.data(using: .utf8),
+            let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any]
+        else { return nil }
+        return CompatRequestBody(json: object)
+    }
+
+    private static func normalize(_ name: String) -> String {
+        name.lowercased().filter { $0 != "_" && $0 != "-" }
+    }
+
+    private static func formDecode(_ text: Substring) -> String {
+        String(text).replacingOccurrences(of: "+", with: " ").removingPercentEncoding ?? String(text)
+    }
+}

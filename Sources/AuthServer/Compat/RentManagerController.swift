@@ -1,0 +1,126 @@
+import AccountStore
+import AppleSignIn
+import Foundation
+import HTTPTypes
+import Hummingbird
+import NIOCore
+
+/// RentManager's API contract: `POST /api/auth/apple` and `POST /api/auth/refresh`, with its `success` flag and
+/// snake_case user fields. Its clients keep one refresh token, so refresh answers a new access token and does not
+/// rotate.
+struct RentManagerController: Sendable {
+    let sessions: SessionController
+    let compatibility: CompatibilityConfiguration
+
+    struct SignInBody: Decodable {
+        struct User: Decodable {
+            struct Name: Decodable {
+                var firstName: String?
+                var lastName: String?
+            }
+            var name: Name?
+            var email: String?
+        }
+        var identityToken: String
+        var authorizationCode: String?
+        var nonce: String?
+        var user: User?
+    }
+
+    struct RefreshBody: Decodable {
+        var refreshToken: String
+    }
+
+    struct UserBody: Encodable {
+        var id: String
+        var email: String?
+        var full_name: String?
+        var role: String
+        var access_level: String
+    }
+
+    struct SignInAnswer: Encodable {
+        var success = true
+        var token: String
+        var refreshToken: String
+        var isNewUser: Bool
+        var user: UserBody
+    }
+
+    struct RefreshAnswer: Encodable {
+        var success = true
+        var token: String
+    }
+
+    func addRoutes(to router: Router<SiwaRequestContext>) {
+        router.post("/api/auth/apple", use: signIn)
+        router.post("/api/auth/refresh", use: refresh)
+    }
+
+    @Sendable func signIn(_ request: Request, context: SiwaRequestContext) async throws -> Response {
+        await Self.answering {
+            let body = try await request.decodeJSON(SignInBody.self, limit: sessions.configuration.maximumBodySize)
+            guard !body.identityToken.isEmpty else {
+                throw AuthServerError.badRequest("missing_field", "field 'identityToken' is required")
+            }
+            let signedIn = try await sessions.signIn.signIn(
+                identityToken: body.identityToken,
+                authorizationCode: body.authorizationCode,
+                nonce: body.nonce,
+                givenName: body.user?.name?.firstName,
+                familyName: body.user?.name?.lastName,
+                flow: .compat
+            )
+            return try ServiceStackController.json(
+                SignInAnswer(
+                    token: signedIn.accessToken,
+                    refreshToken: signedIn.refreshToken,
+                    isNewUser: signedIn.isNewUser,
+                    user: user(signedIn.user)
+                )
+            )
+        }
+    }
+
+    @Sendable func refresh(_ request: Request, context: SiwaRequestContext) async throws -> Response {
+        await Self.answering {
+            let body = try await request.decodeJSON(RefreshBody.self, limit: sessions.configuration.maximumBodySize)
+            let access = try await sessions.accessToken(forRefreshToken: body.refreshToken)
+            return try ServiceStackController.json(RefreshAnswer(token: access.accessToken))
+        }
+    }
+
+    private func user(_ user: UserRecord) -> UserBody {
+        let name = [user.givenName, user.familyName].compactMap { $0 }.joined(separator: " ")
+        let admin = compatibility.isAdmin(userID: user.id.description, email: user.email)
+        return UserBody(
+            id: user.id.description,
+            email: user.email,
+            full_name: name.isEmpty ? nil : name,
+            role: admin ? "admin" : "user",
+            access_level: admin ? "full" : "standard"
+        )
+    }
+
+    /// Errors as RentManager writes them: `{"success": false, "error": code, "message": text}`.
+    static func answering(_ body: () async throws -> Response) async -> Response {
+        let status: HTTPResponse.Status
+        let code: String
+        let message: String
+        var headers: HTTPFields = [:]
+        do {
+            return try await body()
+        } catch let error as AuthServerError {
+            (status, code, message, headers) = (error.status, error.code, error.message, error.headers)
+        } catch {
+            (status, code, message) = (.internalServerError, "internal_error", "the request could not be completed")
+        }
+        let data =
+            (try? JSONSerialization.data(
+                withJSONObject: ["success": false, "error": code, "message": message] as [String: Any],
+                options: [.sortedKeys]
+            )) ?? Data("{}".utf8)
+        headers[.contentType] = "application/json; charset=utf-8"
+        return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: data)))
+    }
+}

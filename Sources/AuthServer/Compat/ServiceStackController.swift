@@ -1,0 +1,428 @@
+import AccountStore
+import AppleSignIn
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Logging
+import NIOCore
+
+/// ServiceStack's client contract (`AppleAuthProvider` with `JwtAuthProvider`, as its Flutter and SwiftUI samples and
+/// its `JsonServiceClient`s call it), over siwa's one sign-in and session implementation.
+struct ServiceStackController: Sendable {
+    let sessions: SessionController
+    let web: WebController
+    let compatibility: CompatibilityConfiguration
+
+    /// The web flow's `redirect_uri` on this contract: ServiceStack's provider URL, which Apple's `form_post` reaches.
+    var callbackURL: String { sessions.configuration.publicBaseURL + "/auth/apple" }
+
+    static let tokenCookie = "ss-tok"
+    static let refreshCookie = "ss-reftok"
+
+    /// ServiceStack's `AuthenticateResponse`, camelCase.
+    struct AuthenticateResponse: Encodable {
+        var userId: String
+        var sessionId: String
+        var userName: String
+        var displayName: String
+        var bearerToken: String?
+        var refreshToken: String?
+        var profileUrl: String
+        var roles: [String]
+        var permissions: [String]
+    }
+
+    struct AccessTokenResponse: Encodable {
+        var accessToken: String
+    }
+
+    struct HelloResponse: Encodable {
+        var result: String
+    }
+
+    /// One row of the samples' `/users` dump.
+    struct UserDump: Encodable {
+        var id: String
+        var userName: String
+        var email: String?
+        var displayName: String
+        var firstName: String?
+        var lastName: String?
+        var emailVerified: Bool
+        var isPrivateEmail: Bool
+        var emailForwarding: Bool
+        var roles: [String]
+        var createdDate: Date
+        var modifiedDate: Date
+        var providerOAuthAccess: [ProviderDetails]
+    }
+
+    struct ProviderDetails: Encodable {
+        var provider = "apple"
+        var userId: String
+        var clientId: String
+        var email: String?
+    }
+
+    struct UsersResponse: Encodable {
+        var results: [UserDump]
+        var total: Int
+    }
+
+    func addRoutes(to router: Router<SiwaRequestContext>, auth: RouterGroup<SiwaRequestContext>) {
+        auth.post("/apple", use: authenticate)
+        auth.get("/apple", use: startWebFlow)
+        auth.post("", use: authenticate)
+        auth.get("", use: authenticate)
+        router.post("/api/Authenticate", use: authenticate)
+        router.get("/api/Authenticate", use: authenticate)
+        router.post("/json/reply/Authenticate", use: authenticate)
+        for path in ["/api/GetAccessToken", "/access-token", "/json/reply/GetAccessToken"] {
+            router.post(RouterPath(path), use: getAccessToken)
+        }
+        router.get("/hello/secure/{name}", use: helloSecure)
+        router.get("/hello/secure", use: helloSecure)
+        router.get("/api/HelloSecure", use: helloSecure)
+        router.post("/api/HelloSecure", use: helloSecure)
+        router.get("/users", use: usersDump)
+    }
+
+    // MARK: Routes
+
+    /// `Authenticate`: with `provider` "apple" a sign-in with the identity token; with no provider the current
+    /// session (bearer or `ss-tok` cookie), else 401.
+    @Sendable func authenticate(_ request: Request, context: SiwaRequestContext) async throws -> Response {
+        let bytes: [UInt8]
+        do {
+            bytes = try await CompatRequestBody.collect(request, limit: sessions.configuration.maximumBodySize)
+        } catch let error as AuthServerError {
+            return ServiceStackError(error).response
+        }
+        // Apple's `form_post` to the provider URL ends a web sign-in started by `GET /auth/apple`.
+        if request.uri.path.hasSuffix("/auth/apple"), CompatRequestBody.isForm(request.headers[.contentType]) {
+            let names = Set(CompatRequestBody.formFields(bytes).map(\.0))
+            if names.contains("state"), names.contains("id_token") || names.contains("error") {
+                do {
+                    return await web.completeFlow(
+                        body: bytes,
+                        servicesID: try web.servicesID(),
+                        redirectURI: callbackURL,
+                        logger: context.logger
+                    )
+                } catch let error as AuthServerError {
+                    return ServiceStackError(error).response
+                }
+            }
+        }
+        return await Self.answering(request) {
+            let body = try CompatRequestBody.parse(bytes, contentType: request.headers[.contentType])
+            let query = request.uri.queryParameters
+            let provider = body.string("provider") ?? query["provider"].map(String.init)
+            guard let provider, !provider.isEmpty else { return try await currentSession(request) }
+            guard provider.lowercased() == "apple" else {
+                throw ServiceStackError.validation(
+                    "NotSupported",
+                    field: "Provider",
+                    "provider '\(provider)' is not supported; use 'apple'"
+                )
+            }
+            return try await signIn(request, body: body)
+        }
+    }
+
+    private func signIn(_ request: Request, body: CompatRequestBody) async throws -> Response {
+        guard let identityToken = body.string("accessToken") else {
+            throw ServiceStackError.validation(
+                "NotEmpty",
+                field: "AccessToken",
+                "'AccessToken' must hold the Apple identity token"
+            )
+        }
+        let meta = body.objectOrJSONText("meta")
+        func field(_ name: String) -> String? { meta?.string(name) ?? body.string(name) }
+        let signedIn = try await sessions.signIn.signIn(
+            identityToken: identityToken,
+            authorizationCode: field("authorizationCode"),
+            nonce: field("nonce"),
+            givenName: field("givenName"),
+            familyName: field("familyName"),
+            flow: .compat
+        )
+        var response = try Self.json(
+            answer(
+                user: signedIn.user,
+                sessionID: nil,
+                bearerToken: signedIn.accessToken,
+                refreshToken: signedIn.refreshToken,
+                sessionFromToken: signedIn.accessToken
+            )
+        )
+        if compatibility.serviceStackTokenCookies || body.bool("useTokenCookie") {
+            setTokenCookies(on: &response, bearer: signedIn.accessToken, refresh: signedIn.refreshToken)
+        }
+        return response
+    }
+
+    private func currentSession(_ request: Request) async throws -> Response {
+        guard let token = Self.token(in: request) else { throw ServiceStackError.notAuthenticated }
+        let claims: AccessTokenClaims
+        do {
+            claims = try sessions.authenticate(token)
+        } catch {
+            throw ServiceStackError.notAuthenticated
+        }
+        let user = try await sessions.account(claims.userID)
+        return try Self.json(
+            answer(
+                user: user,
+                sessionID: claims.sessionID.description,
+                bearerToken: token,
+                refreshToken: nil,
+                sessionFromToken: nil
+            )
+        )
+    }
+
+    /// `GET /auth/apple?ReturnUrl=…` starts the web flow (also `ReturnUrl=android:<package>`, the
+    /// `FlutterSignInWithApple` option); Apple's `form_post` comes back to `POST /auth/apple`.
+    @Sendable func startWebFlow(_ request: Request, context: SiwaRequestContext) async throws -> Response {
+        let query = request.uri.queryParameters
+        let returnURL = ["ReturnUrl", "returnUrl", "continue", "redirect"].lazy.compactMap { query[$0] }.first
+        do {
+            return try await web.startFlow(returnURL: returnURL.map(String.init) ?? "/", redirectURI: callbackURL)
+        } catch let error as AuthServerError {
+            return ServiceStackError(error).response
+        }
+    }
+
+    /// `GetAccessToken`: a new bearer token for the refresh token (body or `ss-reftok` cookie); the refresh token stays
+    /// valid, as ServiceStack's clients keep it.
+    @Sendable func getAccessToken(_ request: Request, context: SiwaRequestContext) async throws -> Response {
+        await Self.answering(request) {
+            let body = try await CompatRequestBody.read(request, limit: sessions.configuration.maximumBodySize)
+            let fromCookie = request.cookies[Self.refreshCookie]?.value
+            guard let refreshToken = body.string("refreshToken") ?? fromCookie.flatMap({ $0.isEmpty ? nil : $0 })
+            else {
+                throw ServiceStackError.validation(
+                    "NotEmpty",
+                    field: "RefreshToken",
+                    "'RefreshToken' is required (or the ss-reftok cookie)"
+                )
+            }
+            let access = try await sessions.accessToken(forRefreshToken: refreshToken)
+            var response = try Self.json(AccessTokenResponse(accessToken: access.accessToken))
+            if body.bool("useTokenCookie") || fromCookie != nil || compatibility.serviceStackTokenCookies {
+                response.setCookie(cookie(Self.tokenCookie, access.accessToken))
+            }
+            return response
+        }
+    }
+
+    /// The samples' test service: `Secure {Name}!` when authenticated.
+    @Sendable func helloSecure(_ request: Request, context: SiwaRequestContext) async throws -> Response {
+        await Self.answering(request) {
+            let claims = try authenticated(request)
+            _ = try await sessions.account(claims.userID)
+            var name = context.parameters.get("name") ?? request.uri.queryParameters["name"].map(String.init)
+            if name == nil, request.method == .post {
+                name = try await CompatRequestBody.read(request, limit: sessions.configuration.maximumBodySize)
+                    .string("name")
+            }
+            return try Self.json(HelloResponse(result: "Secure \(name ?? "")!"))
+        }
+    }
+
+    /// The samples' admin dump of users and their Apple details; `Admin` role only.
+    @Sendable func usersDump(_ request: Request, context: SiwaRequestContext) async throws -> Response {
+        await Self.answering(request) {
+            let claims = try authenticated(request)
+            let caller = try await sessions.account(claims.userID)
+            guard compatibility.isAdmin(userID: caller.id.description, email: caller.email) else {
+                throw ServiceStackError(.forbidden, "Forbidden", "Invalid Role")
+            }
+            var dump: [UserDump] = []
+            var after: UserID?
+            while true {
+                let page = try await sessions.store.users(limit: 500, after: after)
+                dump += page.map(userDump)
+                guard page.count == 500, let last = page.last else { break }
+                after = last.id
+            }
+            return try Self.json(UsersResponse(results: dump, total: dump.count))
+        }
+    }
+
+    // MARK: Helpers
+
+    private func authenticated(_ request: Request) throws -> AccessTokenClaims {
+        guard let token = Self.token(in: request) else { throw ServiceStackError.notAuthenticated }
+        do {
+            return try sessions.authenticate(token)
+        } catch let error as AuthServerError {
+            throw ServiceStackError(.unauthorized, "Unauthorized", error.message)
+        }
+    }
+
+    private func answer(
+        user: UserRecord,
+        sessionID: String?,
+        bearerToken: String?,
+        refreshToken: String?,
+        sessionFromToken: String?
+    ) throws -> AuthenticateResponse {
+        var session = sessionID
+        if session == nil, let sessionFromToken {
+            session = try? sessions.authenticate(sessionFromToken).sessionID.description
+        }
+        let name = [user.givenName, user.familyName].compactMap { $0 }.joined(separator: " ")
+        return AuthenticateResponse(
+            userId: user.id.description,
+            sessionId: session ?? "",
+            userName: user.email ?? user.id.description,
+            displayName: name.isEmpty ? (user.email ?? "") : name,
+            bearerToken: bearerToken,
+            refreshToken: refreshToken,
+            profileUrl: Self.profileImage,
+            roles: roles(of: user),
+            permissions: []
+        )
+    }
+
+    private func roles(of user: UserRecord) -> [String] {
+        compatibility.isAdmin(userID: user.id.description, email: user.email) ? ["Admin"] : []
+    }
+
+    private func userDump(_ user: UserRecord) -> UserDump {
+        let name = [user.givenName, user.familyName].compactMap { $0 }.joined(separator: " ")
+        return UserDump(
+            id: user.id.description,
+            userName: user.email ?? user.id.description,
+            email: user.email,
+            displayName: name.isEmpty ? (user.email ?? "") : name,
+            firstName: user.givenName,
+            lastName: user.familyName,
+            emailVerified: user.emailVerified,
+            isPrivateEmail: user.isPrivateEmail,
+            emailForwarding: user.emailForwarding,
+            roles: roles(of: user),
+            createdDate: user.createdAt,
+            modifiedDate: user.updatedAt,
+            providerOAuthAccess: [
+                ProviderDetails(userId: user.appleUserID.rawValue, clientId: user.clientID.rawValue, email: user.email)
+            ]
+        )
+    }
+
+    private func setTokenCookies(on response: inout Response, bearer: String, refresh: String) {
+        response.setCookie(cookie(Self.tokenCookie, bearer))
+        response.setCookie(cookie(Self.refreshCookie, refresh))
+    }
+
+    private func cookie(_ name: String, _ value: String) -> Cookie {
+        Cookie(
+            name: name,
+            value: value,
+            maxAge: Int(sessions.configuration.refreshTokenLifetime),
+            path: "/",
+            secure: sessions.configuration.usesSecureCookies,
+            httpOnly: true,
+            sameSite: .lax
+        )
+    }
+
+    /// The bearer token of the `Authorization` header or the `ss-tok` cookie.
+    static func token(in request: Request) -> String? {
+        request.bearerToken ?? request.cookies[tokenCookie].flatMap { $0.value.isEmpty ? nil : $0.value }
+    }
+
+    static func json(_ value: some Encodable) throws -> Response {
+        let encoder = JSONEncoder()
+        encoder.dateEncodingStrategy = .iso8601
+        return Response(
+            status: .ok,
+            headers: [.contentType: "application/json; charset=utf-8", .cacheControl: "no-store"],
+            body: .init(byteBuffer: ByteBuffer(bytes: try encoder.encode(value)))
+        )
+    }
+
+    /// Runs a route and answers any error in ServiceStack's shape.
+    static func answering(_ request: Request, _ body: () async throws -> Response) async -> Response {
+        do {
+            return try await body()
+        } catch let error as ServiceStackError {
+            return error.response
+        } catch let error as AuthServerError {
+            return ServiceStackError(error).response
+        } catch {
+            return ServiceStackError(.internalServerError, "InternalServerError", "the request could not be completed")
+                .response
+        }
+    }
+
+    /// A neutral avatar (ServiceStack answers a profile URL for every user); inline, no external asset.
+    static let profileImage =
+        "data:image/svg+xml,%3Csvg xmlns='http://www.w3.org/2000/svg' viewBox='0 0 32 32'%3E%3Ccircle cx='16' "
+        + "cy='12' r='6' fill='%23888'/%3E%3Cpath d='M4 30c0-7 5-11 12-11s12 4 12 11z' fill='%23888'/%3E%3C/svg%3E"
+}
+
+/// An error in ServiceStack's camelCase shape:
+/// `{"responseStatus": {"errorCode", "message", "errors": [{"errorCode", "fieldName", "message"}]}}`.
+struct ServiceStackError: Error {
+    let status: HTTPResponse.Status
+    let errorCode: String
+    let message: String
+    var fieldErrors: [(errorCode: String, fieldName: String, message: String)] = []
+    var headers: HTTPFields = [:]
+
+    init(_ status: HTTPResponse.Status, _ errorCode: String, _ message: String) {
+        self.status = status
+        self.errorCode = errorCode
+        self.message = message
+    }
+
+    /// siwa's error with ServiceStack's error codes: `Unauthorized` for 401s, the HTTP reason otherwise, and siwa's
+    /// code in the field error so that nothing is lost.
+    init(_ error: AuthServerError) {
+        let code: String
+        switch error.status {
+        case .unauthorized: code = "Unauthorized"
+        case .forbidden: code = "Forbidden"
+        case .badRequest: code = "ArgumentException"
+        case .tooManyRequests: code = "TooManyRequests"
+        case .serviceUnavailable: code = "ServiceUnavailable"
+        case .contentTooLarge: code = "RequestEntityTooLarge"
+        default: code = "Exception"
+        }
+        self.init(error.status, code, error.message)
+        self.fieldErrors = [(Self.pascalCase(error.code), "", error.message)]
+        self.headers = error.headers
+    }
+
+    static let notAuthenticated = ServiceStackError(.unauthorized, "Unauthorized", "Not Authenticated")
+
+    static func validation(_ code: String, field: String, _ message: String) -> ServiceStackError {
+        var error = ServiceStackError(.badRequest, code, message)
+        error.fieldErrors = [(code, field, message)]
+        return error
+    }
+
+    var response: Response {
+        var body: [String: Any] = ["errorCode": errorCode, "message": message]
+        if !fieldErrors.isEmpty {
+            body["errors"] = fieldErrors.map {
+                ["errorCode": $0.errorCode, "fieldName": $0.fieldName, "message": $0.message]
+            }
+        }
+        let data =
+            (try? JSONSerialization.data(withJSONObject: ["responseStatus": body], options: [.sortedKeys]))
+            ?? Data("{}".utf8)
+        var fields = headers
+        fields[.contentType] = "application/json; charset=utf-8"
+        fields[.cacheControl] = "no-store"
+        return Response(status: status, headers: fields, body: .init(byteBuffer: ByteBuffer(bytes: data)))
+    }
+
+    static func pascalCase(_ snake: String) -> String {
+        snake.split(separator: "_").map { $0.prefix(1).uppercased() + $0.dropFirst() }.joined()
+    }
+}

@@ -1,0 +1,139 @@
+import AccountStore
+import AppleSignIn
+import Foundation
+import HTTPTypes
+import Hummingbird
+import NIOCore
+
+/// The Vapor 4 tutorial's API contract (`SIWAAPIController`): `POST /api/auth/siwa` and `GET /api/users/me`.
+///
+/// The tutorial hands the app one opaque, long-lived bearer token and checks it against the database on each request.
+/// siwa answers the session's refresh token in that role (30 days, never rotated on this contract) and checks it the
+/// same way, so logout, deletion and revocation take effect at once. A siwa access token (JWT) is accepted too.
+struct VaporTutorialController: Sendable {
+    let sessions: SessionController
+    let web: WebController
+
+    /// `SIWAViewController`'s callback, the web flow's `redirect_uri` on this contract.
+    var callbackURL: String { sessions.configuration.publicBaseURL + "/web/auth/siwa/callback" }
+    static let signInPath = "/web/auth/siwa/sign-in"
+
+    struct SignInBody: Decodable {
+        var appleIdentityToken: String
+        var firstName: String?
+        var lastName: String?
+        var authorizationCode: String?
+    }
+
+    struct UserBody: Encodable {
+        var id: String
+        var email: String?
+        var firstName: String?
+        var lastName: String?
+    }
+
+    struct SignInAnswer: Encodable {
+        var accessToken: String
+        var user: UserBody
+    }
+
+    func addRoutes(to router: Router<SiwaRequestContext>) {
+        router.post("/api/auth/siwa", use: signIn)
+        router.get("/api/users/me", use: me)
+        router.get(RouterPath(Self.signInPath), use: signInPage)
+        router.get("/web/auth/siwa/authorize", use: authorize)
+        router.post("/web/auth/siwa/callback", use: callback)
+    }
+
+    /// `SIWAViewController`'s sign-in page: siwa's login page, its button starting this contract's web flow.
+    @Sendable func signInPage(_ request: Request, context: SiwaRequestContext) async throws -> Response {
+        try await web.loginPage(
+            request,
+            context: context,
+            authorizePath: "/web/auth/siwa/authorize?returnUrl=%2Fweb%2Fauth%2Fsiwa%2Fsign-in"
+        )
+    }
+
+    @Sendable func authorize(_ request: Request, context: SiwaRequestContext) async throws -> Response {
+        let returnURL = request.uri.queryParameters["returnUrl"].map(String.init) ?? Self.signInPath
+        return try await web.startFlow(returnURL: returnURL, redirectURI: callbackURL)
+    }
+
+    /// Apple's `form_post`; then the same account logic, session cookies and a 303 to the return URL.
+    @Sendable func callback(_ request: Request, context: SiwaRequestContext) async throws -> Response {
+        let servicesID = try web.servicesID()
+        let bytes: [UInt8]
+        do {
+            bytes = try await CompatRequestBody.collect(request, limit: AuthorizationCallback.maximumBodySize)
+        } catch let error as AuthServerError {
+            return WebErrorPage(error).response
+        }
+        return await web.completeFlow(
+            body: bytes,
+            servicesID: servicesID,
+            redirectURI: callbackURL,
+            logger: context.logger
+        )
+    }
+
+    @Sendable func signIn(_ request: Request, context: SiwaRequestContext) async throws -> Response {
+        await Self.answering {
+            let body = try await request.decodeJSON(SignInBody.self, limit: sessions.configuration.maximumBodySize)
+            guard !body.appleIdentityToken.isEmpty else {
+                throw AuthServerError.badRequest("missing_field", "field 'appleIdentityToken' is required")
+            }
+            let signedIn = try await sessions.signIn.signIn(
+                identityToken: body.appleIdentityToken,
+                authorizationCode: body.authorizationCode,
+                nonce: nil,
+                givenName: body.firstName,
+                familyName: body.lastName,
+                flow: .compat
+            )
+            return try ServiceStackController.json(
+                SignInAnswer(accessToken: signedIn.refreshToken, user: Self.user(signedIn.user))
+            )
+        }
+    }
+
+    @Sendable func me(_ request: Request, context: SiwaRequestContext) async throws -> Response {
+        await Self.answering {
+            guard let token = request.bearerToken else {
+                throw AuthServerError.unauthorized("missing_token", "send 'Authorization: Bearer <accessToken>'")
+            }
+            let userID: UserID
+            if token.split(separator: ".").count == 3 {
+                userID = try sessions.authenticate(token).userID
+            } else {
+                userID = try await sessions.session(ofRefreshToken: token).userID
+            }
+            return try ServiceStackController.json(Self.user(try await sessions.account(userID)))
+        }
+    }
+
+    static func user(_ user: UserRecord) -> UserBody {
+        UserBody(id: user.id.description, email: user.email, firstName: user.givenName, lastName: user.familyName)
+    }
+
+    /// Errors as Vapor's `ErrorMiddleware` writes them, `{"error": true, "reason": …}`, plus siwa's code.
+    static func answering(_ body: () async throws -> Response) async -> Response {
+        let status: HTTPResponse.Status
+        let code: String
+        let reason: String
+        var headers: HTTPFields = [:]
+        do {
+            return try await body()
+        } catch let error as AuthServerError {
+            (status, code, reason, headers) = (error.status, error.code, error.message, error.headers)
+        } catch {
+            (status, code, reason) = (.internalServerError, "internal_error", "the request could not be completed")
+        }
+        let data =
+            (try? JSONSerialization.data(
+                withJSONObject: ["error": true, "reason": reason, "code": code] as [String: Any],
+                options: [.sortedKeys]
+            )) ?? Data("{}".utf8)
+        headers[.contentType] = "application/json; charset=utf-8"
+        return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: data)))
+    }
+}

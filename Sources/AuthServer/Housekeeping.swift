@@ -1,0 +1,76 @@
+public import AccountStore
+public import AppleSignIn
+public import Logging
+public import ServiceLifecycle
+
+#if canImport(FoundationEssentials)
+public import FoundationEssentials
+#else
+public import Foundation
+#endif
+
+/// Settings of the periodic purge of rows that can no longer be used.
+public struct HousekeepingConfiguration: Sendable {
+    /// How often expired rows are purged (default 1 hour); `nil` turns the purge off.
+    public var purgeInterval: Duration?
+    /// Seconds that refresh tokens and revoked sessions are kept after their expiry or revocation, and deletion
+    /// records after the deletion (default 7 days): long enough for reuse detection to name a stolen token and for
+    /// every instance to see each deletion.
+    public var retention: TimeInterval
+
+    public init(purgeInterval: Duration? = .seconds(3600), retention: TimeInterval = 7 * 86_400) {
+        self.purgeInterval = purgeInterval
+        self.retention = retention
+    }
+}
+
+/// Purges the store's expired rows (server nonces, web states, refresh tokens, revoked sessions, deletion records)
+/// every interval until shutdown. Every instance may run it: a purge that finds nothing changes nothing.
+public struct Housekeeping: Service {
+    let store: any AccountStore
+    let configuration: HousekeepingConfiguration
+    let clock: any WallClock
+    let logger: Logger
+
+    public init(
+        store: any AccountStore,
+        configuration: HousekeepingConfiguration,
+        clock: any WallClock,
+        logger: Logger
+    ) {
+        self.store = store
+        self.configuration = configuration
+        self.clock = clock
+        self.logger = logger
+    }
+
+    /// One purge; returns what it removed.
+    @discardableResult
+    public func purge() async throws(StoreError) -> PurgeResult {
+        let result = try await store.purgeExpired(now: clock.now, retention: configuration.retention)
+        if result.total > 0 {
+            logger.info(
+                "purged expired rows",
+                metadata: [
+                    "server_nonces": "\(result.serverNonces)", "web_states": "\(result.webFlowStates)",
+                    "refresh_tokens": "\(result.refreshTokens)", "sessions": "\(result.sessions)",
+                    "deletion_records": "\(result.accountDeletions)",
+                ]
+            )
+        }
+        return result
+    }
+
+    public func run() async throws {
+        guard let interval = configuration.purgeInterval else { return }
+        while !Task.isCancelled && !Task.isShuttingDownGracefully {
+            try? await cancelWhenGracefulShutdown { try await Task.sleep(for: interval) }
+            guard !Task.isCancelled && !Task.isShuttingDownGracefully else { return }
+            do {
+                try await purge()
+            } catch {
+                logger.warning("purging expired rows failed", metadata: ["error": "\(error)"])
+            }
+        }
+    }
+}

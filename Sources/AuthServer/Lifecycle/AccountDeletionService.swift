@@ -1,0 +1,171 @@
+public import AccountStore
+public import AppleSignIn
+public import Logging
+
+#if canImport(FoundationEssentials)
+public import FoundationEssentials
+#else
+public import Foundation
+#endif
+
+/// Deletes accounts and revokes their Apple refresh tokens at Apple (App Store guideline 5.1.1(v)). Used by
+/// `DELETE /api/me`, `siwa users delete` and the revocation worker.
+///
+/// The deletion and the queueing of the revocation are one store transaction; the revocation is then tried at once.
+/// When Apple cannot be reached it stays queued and ``AppleRevocationWorker`` retries it with exponential backoff,
+/// also after a restart.
+public struct AccountDeletionService: Sendable {
+    /// What happened to the account's Apple token.
+    public enum AppleRevocation: Sendable, Equatable {
+        /// Apple confirmed the revocation.
+        case revoked
+        /// Apple could not be reached (or refused): queued, next attempt at `retryAt`.
+        case queued(retryAt: Date, reason: String)
+        /// No Apple token was kept for the account.
+        case noAppleToken
+    }
+
+    /// A completed deletion.
+    public struct Deletion: Sendable {
+        public var user: UserRecord
+        public var mode: AccountDeletionMode
+        public var endedSessions: [SessionID]
+        public var appleRevocation: AppleRevocation
+    }
+
+    let configuration: AccountLifecycleConfiguration
+    let store: any AccountStore
+    let apple: AppleAPIClient?
+    let sealer: DataSealer
+    let clock: any WallClock
+    let logger: Logger
+
+    /// - Parameters:
+    ///   - configuration: deletion mode and revocation backoff.
+    ///   - store: accounts and the revocation queue.
+    ///   - apple: the client that revokes at Apple; `nil` (no credentials) queues every revocation.
+    ///   - sealer: opens the sealed Apple refresh tokens.
+    ///   - clock: wall clock.
+    ///   - logger: events; never tokens.
+    public init(
+        configuration: AccountLifecycleConfiguration,
+        store: any AccountStore,
+        apple: AppleAPIClient?,
+        sealer: DataSealer,
+        clock: any WallClock,
+        logger: Logger
+    ) {
+        self.configuration = configuration
+        self.store = store
+        self.apple = apple
+        self.sealer = sealer
+        self.clock = clock
+        self.logger = logger
+    }
+
+    /// Deletes (or anonymises, per configuration) the account, queues its Apple token's revocation in the same
+    /// transaction, then tries the revocation at once.
+    /// - Returns: `nil` when there is no such account.
+    /// - Throws: ``StoreError`` when the store fails (nothing is deleted then).
+    public func deleteAccount(_ userID: UserID) async throws -> Deletion? {
+        guard
+            let deleted = try await store.deleteUser(
+                id: userID,
+                mode: configuration.deletionMode,
+                // Due a little later: the attempt below goes first, and the retry worker must not race it.
+                appleRevocationDueAt: clock.now.addingTimeInterval(max(60, configuration.revocationRetryDelay)),
+                now: clock.now
+            )
+        else { return nil }
+        let revocation: AppleRevocation
+        if let pending = deleted.queuedRevocation {
+            revocation = await attempt(pending)
+        } else {
+            revocation = .noAppleToken
+        }
+        logger.info(
+            "account deleted",
+            metadata: [
+                "user": "\(userID)", "mode": "\(configuration.deletionMode.rawValue)",
+                "sessions": "\(deleted.endedSessions.count)", "apple_revocation": "\(revocation.summary)",
+            ]
+        )
+        return Deletion(
+            user: deleted.user,
+            mode: configuration.deletionMode,
+            endedSessions: deleted.endedSessions,
+            appleRevocation: revocation
+        )
+    }
+
+    /// Tries one queued revocation at Apple: on success it leaves the queue; on failure it is postponed by the
+    /// retry delay doubled per earlier failure (capped).
+    public func attempt(_ pending: PendingAppleRevocation) async -> AppleRevocation {
+        let failure: String
+        if let apple {
+            do {
+                let token = String(decoding: try sealer.open(pending.encryptedRefreshToken), as: UTF8.self)
+                do {
+                    try await apple.revoke(token: token, hint: .refreshToken, clientID: pending.clientID)
+                    do {
+                        try await store.finishAppleRevocation(id: pending.id)
+                    } catch {
+                        logger.warning("removing a done revocation failed", metadata: ["error": "\(error)"])
+                    }
+                    return .revoked
+                } catch {
+                    failure = "\(error.code): \(error.reason)"
+                }
+            } catch {
+                failure = "the sealed token cannot be opened with the current data key"
+            }
+        } else {
+            failure = "no Apple credentials are configured"
+        }
+        let retryAt = clock.now.addingTimeInterval(
+            configuration.revocationBackoff(afterFailedAttempts: pending.attempts)
+        )
+        do {
+            try await store.postponeAppleRevocation(id: pending.id, until: retryAt, error: String(failure.prefix(500)))
+        } catch {
+            logger.warning("postponing a revocation failed", metadata: ["error": "\(error)"])
+        }
+        logger.warning(
+            "revoking an Apple token failed; queued for retry",
+            metadata: [
+                "user": "\(pending.userID)", "attempts": "\(pending.attempts + 1)", "reason": "\(failure)",
+                "retry_at": "\(retryAt)",
+            ]
+        )
+        return .queued(retryAt: retryAt, reason: failure)
+    }
+
+    /// Tries every due revocation, oldest first, in batches; returns how many Apple confirmed.
+    @discardableResult
+    public func retryDueRevocations(batchSize: Int = 50) async throws -> Int {
+        var revoked = 0
+        var seen: Set<UUID> = []
+        while true {
+            let due = try await store.dueAppleRevocations(now: clock.now, limit: batchSize).filter {
+                !seen.contains($0.id)
+            }
+            if due.isEmpty { return revoked }
+            for pending in due {
+                try Task.checkCancellation()
+                seen.insert(pending.id)
+                if await attempt(pending) == .revoked { revoked += 1 }
+            }
+        }
+    }
+}
+
+extension AccountDeletionService.AppleRevocation {
+    /// For logs and the CLI: `revoked`, `queued` or `no_apple_token`.
+    public var summary: String {
+        switch self {
+        case .revoked: "revoked"
+        case .queued: "queued"
+        case .noAppleToken: "no_apple_token"
+        }
+    }
+}

@@ -1,0 +1,156 @@
+import AccountStore
+import AppleSignIn
+import Crypto
+import HTTPTypes
+import Hummingbird
+import Logging
+import NIOCore
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+/// Apple's server-to-server notifications (`POST /auth/apple/notifications`) and account deletion
+/// (`DELETE /api/me`).
+struct AccountLifecycleController: Sendable {
+    let configuration: AuthServerConfiguration
+    let store: any AccountStore
+    let verifier: IdentityTokenVerifier
+    let deletions: AccountDeletionService
+    let sessions: SessionController
+    let revocations: RevocationList
+    let clock: any WallClock
+
+    /// The answer to Apple.
+    struct NotificationAnswer: ResponseEncodable {
+        /// `applied`, `unknown_user`, `ignored` or `duplicate`.
+        var outcome: String
+    }
+
+    func addRoutes(to auth: RouterGroup<SiwaRequestContext>, api: RouterGroup<SiwaRequestContext>) {
+        auth.post("/apple/notifications", use: notification)
+        api.delete("/me", use: deleteMe)
+    }
+
+    /// Verifies and applies one notification; each event applies once. Never logs the payload.
+    @Sendable func notification(_ request: Request, context: SiwaRequestContext) async throws -> NotificationAnswer {
+        let body: ByteBuffer
+        do {
+            body = try await request.body.collect(upTo: IdentityTokenVerifier.maximumNotificationBodySize)
+        } catch {
+            throw AuthServerError(
+                .contentTooLarge,
+                "body_too_large",
+                "the notification body is larger than \(IdentityTokenVerifier.maximumNotificationBodySize) bytes"
+            )
+        }
+        let notification: ServerNotification
+        do {
+            notification = try await verifier.verifyNotification(body: body.readableBytesView)
+        } catch {
+            context.logger.info(
+                "Apple notification refused",
+                metadata: ["check": "\(error.code)", "reason": "\(error.reason)"]
+            )
+            throw Self.httpError(error)
+        }
+        let event = notification.event
+        let action = Self.action(for: event.type, deletionMode: configuration.lifecycle.deletionMode)
+        let now = clock.now
+        let outcome = try await store.applyAppleNotification(
+            AppleNotificationRecord(
+                eventKey: Self.eventKey(event),
+                type: event.type.rawValue,
+                appleUserID: event.sub,
+                userID: nil,
+                eventTime: event.eventTime,
+                receivedAt: now,
+                outcome: ""
+            ),
+            action: action,
+            now: now
+        )
+        switch outcome {
+        case .applied(let record, let endedSessions, let deletedUser):
+            for sessionID in endedSessions { revocations.add(sessionID, at: now) }
+            if let deletedUser { revocations.addDeletedUser(deletedUser, at: now) }
+            if let userID = record.userID { sessions.users.invalidate(userID) }
+            context.logger.info(
+                "Apple notification applied",
+                metadata: [
+                    "type": "\(record.type)", "outcome": "\(record.outcome)",
+                    "user": "\(record.userID.map { "\($0)" } ?? "-")", "sessions_ended": "\(endedSessions.count)",
+                ]
+            )
+            return NotificationAnswer(outcome: record.outcome)
+        case .duplicate(let record):
+            context.logger.info("Apple notification already applied", metadata: ["type": "\(record.type)"])
+            return NotificationAnswer(outcome: "duplicate")
+        }
+    }
+
+    /// Deletes the signed-in user's account (bearer, or cookie with the CSRF check) and revokes their Apple token at Apple (queued when Apple is down).
+    @Sendable func deleteMe(_ request: Request, context: SiwaRequestContext) async throws -> Response {
+        // Bearer, or the session cookie with the CSRF check (a DELETE changes state).
+        let (claims, byCookie) = try sessions.authenticateRequest(request)
+        guard let deletion = try await deletions.deleteAccount(claims.userID) else {
+            throw AuthServerError.unauthorized("unknown_user", "the account no longer exists")
+        }
+        let now = clock.now
+        revocations.addDeletedUser(claims.userID, at: now)
+        sessions.users.invalidate(claims.userID)
+        for sessionID in deletion.endedSessions { revocations.add(sessionID, at: now) }
+        var response = Response(status: .noContent)
+        if byCookie { sessions.cookies.clear(on: &response) }
+        return response
+    }
+
+    /// What an event type does to the account.
+    static func action(
+        for type: ServerNotificationEvent.EventType,
+        deletionMode: AccountDeletionMode
+    ) -> AppleNotificationAction {
+        switch type {
+        case .consentRevoked: .endConsent
+        case .accountDelete: .deleteAccount(deletionMode)
+        case .emailDisabled: .setEmailForwarding(false)
+        case .emailEnabled: .setEmailForwarding(true)
+        default: .none
+        }
+    }
+
+    /// Identifies an event across Apple's deliveries: hex SHA-256 of `type|sub|event_time` (milliseconds).
+    static func eventKey(_ event: ServerNotificationEvent) -> String {
+        let milliseconds = Int64((event.eventTime.timeIntervalSince1970 * 1000).rounded())
+        let digest = SHA256.hash(data: Array("\(event.type.rawValue)|\(event.sub.rawValue)|\(milliseconds)".utf8))
+        return digest.map { String($0, radix: 16).leftPadded(to: 2) }.joined()
+    }
+
+    /// A refused notification: 400 naming the check (so Apple does not retry a forgery); 503 when Apple's keys
+    /// cannot be fetched (Apple retries later).
+    static func httpError(_ error: AppleSignInError) -> AuthServerError {
+        switch error.code.category {
+        case .appleUnavailable:
+            return AuthServerError(.serviceUnavailable, "apple_unavailable", error.reason)
+        case .configuration:
+            return AuthServerError(
+                .internalServerError,
+                "server_misconfigured",
+                "the server's Sign in with Apple settings are wrong"
+            )
+        default:
+            return AuthServerError.badRequest(
+                "notification_\(SignInService.snakeCase(error.code.description))",
+                error.reason
+            )
+        }
+    }
+}
+
+extension String {
+    fileprivate func leftPadded(to width: Int) -> String {
+        count >= width ? self : String(repeating: "0", count: width - count) + self
+    }
+}

@@ -1,0 +1,54 @@
+import AccountStore
+import HTTPTypes
+import Logging
+
+/// The validation of overdue Apple refresh tokens on `POST /auth/refresh`.
+///
+/// By default Apple being unreachable lets the refresh through, so the check can run after the rotation: the only
+/// store access it adds is the claim, made when this instance does not know the token to be validated recently
+/// (``AppleConsentChecker`` remembers that per user). A revoked consent ends every session, the just-rotated token's
+/// included, so the answer is the same as checking first. When refreshes are refused while Apple is unreachable, a
+/// refused refresh must not use up the presented token (the client's retry would then look like token theft), so the
+/// user is looked up and checked before rotating, at the cost of one read per refresh.
+extension SessionController {
+    func requireAppleConsentBeforeRotating(presentedHash: [UInt8], logger: Logger) async throws {
+        guard let appleConsent, appleConsent.configuration.refuseRefreshWhenAppleUnavailable else { return }
+        guard let owner = try await store.session(refreshTokenHash: presentedHash) else { return }
+        try await requireAppleConsent(userID: owner.userID, checker: appleConsent, logger: logger)
+    }
+
+    func requireAppleConsentAfterRotating(userID: UserID, logger: Logger) async throws {
+        guard let appleConsent, !appleConsent.configuration.refuseRefreshWhenAppleUnavailable else { return }
+        try await requireAppleConsent(userID: userID, checker: appleConsent, logger: logger)
+    }
+
+    private func requireAppleConsent(userID: UserID, checker: AppleConsentChecker, logger: Logger) async throws {
+        switch await checker.checkIfDue(userID: userID) {
+        case .valid, .notDue:
+            return
+        case .revoked:
+            throw Self.appleConsentRevoked
+        case .unavailable:
+            guard checker.configuration.refuseRefreshWhenAppleUnavailable else { return }
+            throw AuthServerError(
+                .serviceUnavailable,
+                "apple_unavailable",
+                "the Apple sign-in of this account must be re-validated and Apple cannot be reached; try again later"
+            )
+        }
+    }
+
+    /// For a refresh token whose session has ended: the `apple_consent_revoked` error when Apple ended the user's
+    /// consent (an error path, so the store read does not slow down refreshes).
+    func appleConsentEndedError(userID: UserID) async throws -> AuthServerError? {
+        guard let user = try await store.user(id: userID), user.appleConsentRevokedAt != nil else { return nil }
+        return Self.appleConsentRevoked
+    }
+
+    static var appleConsentRevoked: AuthServerError {
+        AuthServerError.unauthorized(
+            "apple_consent_revoked",
+            "the user stopped using Sign in with Apple with this app; sign in with Apple again"
+        )
+    }
+}

@@ -1,0 +1,181 @@
+public import Prometheus
+import Synchronization
+
+/// The server's Prometheus metrics, kept in one registry per application (never the global `MetricsSystem`, so
+/// that several applications in one process count apart) and answered as text by `GET /metrics`.
+///
+/// Label values come from small fixed sets (route patterns, outcomes, reason codes), never from request data, so the
+/// number of series stays bounded. Each labelled counter is looked up in a cache: one lock and one dictionary
+/// lookup per count.
+public final class ServerMetrics: Sendable {
+    /// The sign-in routes.
+    public enum SignInFlow: String, Sendable, CaseIterable {
+        /// `POST /auth/apple/native`.
+        case native
+        /// The web flow's `form_post` callback.
+        case web
+        /// The compatibility routes.
+        case compat
+    }
+
+    /// How a refresh ended.
+    public enum RefreshOutcome: String, Sendable, CaseIterable {
+        case rotated
+        case reused
+        case revoked
+        case expired
+        case invalid
+    }
+
+    /// The registry the metrics live in.
+    public let registry: PrometheusCollectorRegistry
+
+    private let requests: LabeledMetrics<RequestKey, Counter>
+    private let durations: LabeledMetrics<String, DurationHistogram>
+    private let signIns: [SignInKey: Counter]
+    private let refreshes: [RefreshOutcome: Counter]
+    private let identityTokenFailures: LabeledMetrics<String, Counter>
+    private let jwksFetchesOK: Counter
+    private let jwksFetchesFailed: Counter
+    private let codeExchangeFailures: Counter
+
+    private struct RequestKey: Hashable, Sendable {
+        var method: String
+        var route: String
+        var status: Int
+    }
+
+    private struct SignInKey: Hashable, Sendable {
+        var flow: SignInFlow
+        var isNewUser: Bool
+    }
+
+    /// Request duration buckets, in seconds: 5 ms to 10 s.
+    static let durationBuckets: [Duration] = [
+        .milliseconds(5), .milliseconds(10), .milliseconds(25), .milliseconds(50), .milliseconds(100),
+        .milliseconds(250), .milliseconds(500), .seconds(1), .seconds(2.5), .seconds(5), .seconds(10),
+    ]
+
+    /// - Parameter registry: where the metrics are registered (default: a new one, for this application alone).
+    public init(registry: PrometheusCollectorRegistry = PrometheusCollectorRegistry()) {
+        self.registry = registry
+        self.requests = LabeledMetrics { key in
+            registry.makeCounter(
+                descriptor: Self.name("http_requests", "total", "HTTP requests by method, route pattern and status."),
+                labels: [("method", key.method), ("route", key.route), ("status", String(key.status))]
+            )
+        }
+        self.durations = LabeledMetrics { route in
+            registry.makeDurationHistogram(
+                descriptor: Self.name("http_request_duration", "seconds", "Time to answer an HTTP request, by route."),
+                labels: [("route", route)],
+                buckets: Self.durationBuckets
+            )
+        }
+        let signInsName = Self.name(
+            "sign_ins",
+            "total",
+            "Completed sign-ins by flow (native, web, compat) and user (new, returning)."
+        )
+        var signIns: [SignInKey: Counter] = [:]
+        for flow in SignInFlow.allCases {
+            for isNewUser in [true, false] {
+                signIns[SignInKey(flow: flow, isNewUser: isNewUser)] = registry.makeCounter(
+                    descriptor: signInsName,
+                    labels: [("flow", flow.rawValue), ("user", isNewUser ? "new" : "returning")]
+                )
+            }
+        }
+        self.signIns = signIns
+        let refreshesName = Self.name("refreshes", "total", "Refresh token uses by outcome.")
+        var refreshes: [RefreshOutcome: Counter] = [:]
+        for outcome in RefreshOutcome.allCases {
+            refreshes[outcome] = registry.makeCounter(
+                descriptor: refreshesName,
+                labels: [("outcome", outcome.rawValue)]
+            )
+        }
+        self.refreshes = refreshes
+        self.identityTokenFailures = LabeledMetrics { reason in
+            registry.makeCounter(
+                descriptor: Self.name("identity_token_failures", "total", "Refused identity tokens by error code."),
+                labels: [("reason", reason)]
+            )
+        }
+        let jwksName = Self.name("apple_jwks_fetches", "total", "Fetches of Apple's signing keys by outcome.")
+        self.jwksFetchesOK = registry.makeCounter(descriptor: jwksName, labels: [("outcome", "ok")])
+        self.jwksFetchesFailed = registry.makeCounter(descriptor: jwksName, labels: [("outcome", "failed")])
+        self.codeExchangeFailures = registry.makeCounter(
+            descriptor: Self.name(
+                "apple_code_exchange_failures",
+                "total",
+                "Authorization codes Apple did not exchange (the sign-in went on without them)."
+            )
+        )
+    }
+
+    /// `siwa_<metric>_<unit>`, with its help text.
+    private static func name(_ metric: String, _ unit: String, _ help: String) -> MetricNameDescriptor {
+        MetricNameDescriptor(namespace: "siwa", metricName: metric, unitName: unit, helpText: help)
+    }
+
+    /// Counts an answered request.
+    /// - Parameters:
+    ///   - method: the request method.
+    ///   - route: the matched route pattern (e.g. `/api/me`), or `unmatched`; never the raw path.
+    ///   - status: the response status code.
+    ///   - duration: time to answer.
+    func request(method: String, route: String, status: Int, duration: Duration) {
+        requests[RequestKey(method: method, route: route, status: status)].increment()
+        durations[route].record(duration)
+    }
+
+    /// Counts a completed sign-in.
+    func signIn(flow: SignInFlow, isNewUser: Bool) {
+        signIns[SignInKey(flow: flow, isNewUser: isNewUser)]?.increment()
+    }
+
+    /// Counts a refresh token use.
+    func refresh(_ outcome: RefreshOutcome) {
+        refreshes[outcome]?.increment()
+    }
+
+    /// Counts a refused identity token by the error code answered (e.g. `identity_token_expired`).
+    func identityTokenFailure(reason: String) {
+        identityTokenFailures[reason].increment()
+    }
+
+    /// Counts a fetch of Apple's key set.
+    func jwksFetch(succeeded: Bool) {
+        (succeeded ? jwksFetchesOK : jwksFetchesFailed).increment()
+    }
+
+    /// Counts an authorization code Apple did not exchange.
+    func codeExchangeFailed() {
+        codeExchangeFailures.increment()
+    }
+
+    /// Every metric in Prometheus text exposition format (version 0.0.4).
+    public func exposition() -> [UInt8] {
+        registry.emitToBuffer()
+    }
+}
+
+/// Metrics of one family by label key, created on first use and then found with one lock and one lookup.
+private final class LabeledMetrics<Key: Hashable & Sendable, Metric: AnyObject & Sendable>: Sendable {
+    private let cache = Mutex<[Key: Metric]>([:])
+    private let make: @Sendable (Key) -> Metric
+
+    init(make: @escaping @Sendable (Key) -> Metric) {
+        self.make = make
+    }
+
+    subscript(key: Key) -> Metric {
+        cache.withLock { cache in
+            if let metric = cache[key] { return metric }
+            let metric = make(key)
+            cache[key] = metric
+            return metric
+        }
+    }
+}

@@ -1,0 +1,74 @@
+public import AccountStore
+import Synchronization
+
+#if canImport(FoundationEssentials)
+public import FoundationEssentials
+#else
+public import Foundation
+#endif
+
+/// Accounts read recently, so that `GET /api/me` needs no database read. Changes made through this instance are
+/// applied at once; changes made by other instances arrive with the next refresh from the store (every few seconds),
+/// which drops every account changed since the last one.
+public final class UserCache: Sendable {
+    private struct State {
+        var users: [UserID: UserRecord] = [:]
+        /// Bumped by every invalidation, so that a read that raced one does not put back what it removed.
+        var generation: UInt64 = 0
+        var lastRefresh: Date?
+    }
+
+    private let state = Mutex(State())
+    private let capacity: Int
+
+    /// - Parameter capacity: the most accounts kept; beyond it the cache starts over.
+    public init(capacity: Int = 50_000) {
+        self.capacity = max(1, capacity)
+    }
+
+    /// The account, from memory or else from `store` (and then kept).
+    public func user(id: UserID, store: any AccountStore) async throws -> UserRecord? {
+        let (cached, generation) = state.withLock { ($0.users[id], $0.generation) }
+        if let cached { return cached }
+        guard let user = try await store.user(id: id) else { return nil }
+        state.withLock { state in
+            guard state.generation == generation else { return }
+            if state.users.count >= capacity { state.users.removeAll(keepingCapacity: true) }
+            state.users[id] = user
+        }
+        return user
+    }
+
+    /// Keeps an account this instance just wrote.
+    public func update(_ user: UserRecord) {
+        state.withLock { state in
+            state.generation &+= 1
+            if state.users.count >= capacity { state.users.removeAll(keepingCapacity: true) }
+            state.users[user.id] = user
+        }
+    }
+
+    /// Forgets an account (changed or deleted).
+    public func invalidate(_ id: UserID) {
+        state.withLock { state in
+            state.generation &+= 1
+            state.users[id] = nil
+        }
+    }
+
+    /// Drops the accounts changed in the store since the last refresh (with a little overlap for clock skew).
+    public func refresh(from store: any AccountStore, now: Date) async throws {
+        let since = state.withLock { $0.lastRefresh?.addingTimeInterval(-30) }
+        guard let since else {
+            // The first refresh only marks the time: the cache starts empty.
+            state.withLock { $0.lastRefresh = now }
+            return
+        }
+        let changed = try await store.usersChanged(since: since)
+        state.withLock { state in
+            if !changed.isEmpty { state.generation &+= 1 }
+            for id in changed { state.users[id] = nil }
+            state.lastRefresh = now
+        }
+    }
+}

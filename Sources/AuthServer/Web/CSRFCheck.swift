@@ -1,0 +1,37 @@
+import AppleSignIn
+import HTTPTypes
+public import Hummingbird
+
+/// The cross-site request forgery check of cookie-authenticated requests that change state (`POST /auth/logout`,
+/// `POST /auth/refresh` with the refresh cookie, `DELETE /api/me`).
+///
+/// The request's `Origin` (or, when a browser sent none, the origin of its `Referer`) must be the public URL's origin
+/// or one of `web.allowedReturnOrigins`. Requests with a bearer token need no check: a browser never adds one on its
+/// own.
+public enum CSRFCheck {
+    /// - Throws: ``AuthServerError`` 403 `csrf_check_failed` when the request may come from another site.
+    public static func verify(_ request: Request, configuration: AuthServerConfiguration) throws(AuthServerError) {
+        let claimed: String?
+        if let origin = request.headers[.origin] {
+            claimed = origin
+        } else if let referer = request.headers[.referer] {
+            claimed = ReturnURLPolicy.origin(of: referer)
+            guard claimed != nil else { throw refusal("the Referer header is not an http(s) URL") }
+        } else {
+            throw refusal("a cookie-authenticated request must carry an Origin or Referer header")
+        }
+        guard let claimed, let origin = ReturnURLPolicy.origin(of: claimed), isAllowed(origin, configuration) else {
+            throw refusal("the request comes from an origin that is not this site")
+        }
+    }
+
+    /// Whether `origin` (serialized) is this site's or an allowed one.
+    static func isAllowed(_ origin: String, _ configuration: AuthServerConfiguration) -> Bool {
+        if origin == ReturnURLPolicy.origin(of: configuration.publicURL) { return true }
+        return configuration.web.allowedReturnOrigins.contains { ReturnURLPolicy.origin(of: $0) == origin }
+    }
+
+    private static func refusal(_ message: String) -> AuthServerError {
+        AuthServerError(.forbidden, "csrf_check_failed", message)
+    }
+}

@@ -1,0 +1,323 @@
+import AccountStore
+import AppleSignIn
+import Crypto
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Logging
+import NIOCore
+
+/// The web sign-in: `GET /auth/apple/authorize` (302 to Apple), `POST /auth/apple/callback` (Apple's cross-site
+/// `form_post`), `GET /login`, and the domain-association file.
+///
+/// The flow's `state`, nonce and return URL live in the store (only the SHA-256 of `state`), so any instance can
+/// finish a flow and nothing depends on a cookie that Apple's cross-site POST would not carry.
+struct WebController: Sendable {
+    let configuration: AuthServerConfiguration
+    let apple: AppleSignInConfiguration
+    let store: any AccountStore
+    let signIn: SignInService
+    let sessions: SessionController
+    let policy: ReturnURLPolicy
+    let clock: any WallClock
+
+    /// The return URL of the login page's button.
+    static let defaultReturnURL = "/login"
+
+    /// - Throws: ``AppleSignInError/Code/invalidConfiguration`` when an allowed origin or package is malformed.
+    init(
+        configuration: AuthServerConfiguration,
+        apple: AppleSignInConfiguration,
+        store: any AccountStore,
+        signIn: SignInService,
+        sessions: SessionController,
+        clock: any WallClock
+    ) throws {
+        self.configuration = configuration
+        self.apple = apple
+        self.store = store
+        self.signIn = signIn
+        self.sessions = sessions
+        self.clock = clock
+        let ownOrigin = ReturnURLPolicy.origin(of: configuration.publicURL).map { [$0] } ?? []
+        self.policy = try ReturnURLPolicy(
+            allowedOrigins: ownOrigin + configuration.web.allowedReturnOrigins,
+            allowedAndroidPackages: configuration.web.allowedAndroidPackages
+        )
+    }
+
+    func addRoutes(to router: Router<SiwaRequestContext>, auth: RouterGroup<SiwaRequestContext>) {
+        auth.get("/apple/authorize", use: authorize)
+        auth.post("/apple/callback", use: callback)
+        router.get("/login", use: login)
+        router.get("/.well-known/apple-developer-domain-association.txt", use: domainAssociation)
+    }
+
+    private var cookies: SessionCookies { SessionCookies(configuration: configuration) }
+
+    func servicesID() throws -> ClientID {
+        guard let servicesID = apple.servicesID else {
+            throw AuthServerError(
+                .serviceUnavailable,
+                "web_signin_disabled",
+                "web sign-in is not configured on this server: set the Services ID (servicesID)"
+            )
+        }
+        return servicesID
+    }
+
+    // MARK: Authorize
+
+    @Sendable func authorize(_ request: Request, context: SiwaRequestContext) async throws -> Response {
+        try await startFlow(
+            returnURL: request.uri.queryParameters["returnUrl"].map(String.init) ?? Self.defaultReturnURL,
+            redirectURI: configuration.webCallbackURL
+        )
+    }
+
+    /// Starts a web sign-in: checks the return URL, keeps the flow's state server-side and redirects to Apple with
+    /// `redirectURI` as the callback (siwa's own, or a compatibility contract's).
+    func startFlow(returnURL requested: String, redirectURI: String) async throws -> Response {
+        let servicesID = try servicesID()
+        let destination: ReturnURLPolicy.Destination
+        do {
+            destination = try policy.resolve(requested)
+        } catch {
+            throw AuthServerError.badRequest("invalid_return_url", error.reason)
+        }
+        let state = WebAuthorization.randomToken()
+        let nonce = WebAuthorization.randomToken()
+        let now = clock.now
+        try await store.saveWebFlowState(
+            WebFlowState(
+                stateHash: Self.hash(state),
+                nonce: nonce,
+                returnURL: destination.stringValue,
+                createdAt: now,
+                expiresAt: now.addingTimeInterval(configuration.web.stateLifetime)
+            )
+        )
+        let location = WebAuthorization.authorizeURL(
+            baseURL: apple.appleBaseURL,
+            clientID: servicesID,
+            redirectURI: redirectURI,
+            state: state,
+            nonce: nonce
+        )
+        return Response(
+            status: .found,
+            headers: [
+                .location: location, .cacheControl: "no-store", HTTPField.Name("Referrer-Policy")!: "no-referrer",
+            ]
+        )
+    }
+
+    // MARK: Callback
+
+    @Sendable func callback(_ request: Request, context: SiwaRequestContext) async throws -> Response {
+        let servicesID = try servicesID()
+        let buffer: ByteBuffer
+        do {
+            buffer = try await request.body.collect(upTo: AuthorizationCallback.maximumBodySize)
+        } catch {
+            return WebErrorPage(
+                AuthServerError(.contentTooLarge, "body_too_large", "the callback body is too large")
+            ).response
+        }
+        return await completeFlow(
+            body: Array(buffer.readableBytesView),
+            servicesID: servicesID,
+            redirectURI: configuration.webCallbackURL,
+            logger: context.logger
+        )
+    }
+
+    /// Finishes a web sign-in from Apple's `form_post` body, which Apple sent to `redirectURI`; any failure is an
+    /// error page that changes no stored data.
+    func completeFlow(body: [UInt8], servicesID: ClientID, redirectURI: String, logger: Logger) async -> Response {
+        do {
+            return try await finish(body: body, servicesID: servicesID, redirectURI: redirectURI, logger: logger)
+        } catch let error as AuthServerError {
+            logger.info("web sign-in refused", metadata: ["error": "\(error.code)"])
+            return WebErrorPage(error).response
+        } catch {
+            logger.error("web sign-in failed", metadata: ["error": "\(error)"])
+            return WebErrorPage(
+                status: .internalServerError,
+                code: "internal_error",
+                reason: "Something went wrong on our side. Please try again."
+            ).response
+        }
+    }
+
+    private func finish(
+        body: [UInt8],
+        servicesID: ClientID,
+        redirectURI: String,
+        logger: Logger
+    ) async throws -> Response {
+        let callback: AuthorizationCallback
+        do {
+            callback = try AuthorizationCallback(formBody: body)
+        } catch {
+            throw AuthServerError.badRequest("invalid_callback", "Apple's answer could not be read: \(error.reason).")
+        }
+        switch callback {
+        case .cancelled(let state):
+            // An Android app learns of the cancel through its intent; a browser goes back to the login page.
+            if let state,
+                case .consumed(let flow) = try await store.consumeWebFlowState(
+                    stateHash: Self.hash(state),
+                    now: clock.now
+                ), case .android(let package)? = try? policy.resolve(flow.returnURL)
+            {
+                return Self.redirect(
+                    ReturnURLPolicy.androidIntentURL(
+                        package: package,
+                        parameters: [("error", "user_cancelled_authorize"), ("state", state)]
+                    )
+                )
+            }
+            return Self.redirect("/login?cancelled=1")
+        case .failed(let error, _):
+            let shown = error.count <= 64 ? error : String(error.prefix(64)) + "…"
+            throw AuthServerError.badRequest("apple_error", "Apple ended the sign-in with the error '\(shown)'.")
+        case .authorized(let code, let idToken, let state, let user):
+            let flow = try await consume(state: state)
+            let destination: ReturnURLPolicy.Destination
+            do {
+                destination = try policy.resolve(flow.returnURL)
+            } catch {
+                throw AuthServerError.badRequest("invalid_return_url", "The return address is no longer allowed.")
+            }
+            if case .android(let package) = destination {
+                // The app finishes the sign-in with these parameters (POST /auth/apple/native); check them first so
+                // that a bad answer shows here rather than in the app.
+                _ = try await signIn.verifyIdentityToken(
+                    idToken,
+                    nonce: flow.nonce,
+                    requiredAudience: servicesID,
+                    consumesServerNonce: false
+                )
+                let fields = FormURLEncoding.decode(body) ?? [:]
+                let parameters = ["code", "id_token", "state", "user"].compactMap { name in
+                    fields[name].map { (name, $0) }
+                }
+                logger.info("web sign-in handed to an Android app", metadata: ["package": "\(package)"])
+                return Self.redirect(ReturnURLPolicy.androidIntentURL(package: package, parameters: parameters))
+            }
+            let signedIn = try await signIn.signIn(
+                identityToken: idToken,
+                authorizationCode: code,
+                nonce: flow.nonce,
+                givenName: user?.firstName,
+                familyName: user?.lastName,
+                redirectURI: redirectURI,
+                flow: .web,
+                requiredAudience: servicesID
+            )
+            var response = Self.redirect(destination.stringValue)
+            cookies.set(accessToken: signedIn.accessToken, refreshToken: signedIn.refreshToken, on: &response)
+            return response
+        }
+    }
+
+    /// Uses up the flow's state: it must exist, be unexpired and unused.
+    private func consume(state: String) async throws -> WebFlowState {
+        guard state.utf8.count <= 512 else {
+            throw AuthServerError.badRequest("state_not_found", "This sign-in is unknown. Please start again.")
+        }
+        switch try await store.consumeWebFlowState(stateHash: Self.hash(state), now: clock.now) {
+        case .consumed(let flow):
+            return flow
+        case .alreadyUsed:
+            throw AuthServerError.badRequest(
+                "state_already_used",
+                "This sign-in was already completed. Please start again."
+            )
+        case .expired:
+            throw AuthServerError.badRequest(
+                "state_expired",
+                "This sign-in took too long and expired. Please start again."
+            )
+        case .notFound:
+            throw AuthServerError.badRequest("state_not_found", "This sign-in is unknown. Please start again.")
+        }
+    }
+
+    // MARK: Login page
+
+    @Sendable func login(_ request: Request, context: SiwaRequestContext) async throws -> Response {
+        try await loginPage(request, context: context, authorizePath: LoginPage().authorizePath)
+    }
+
+    /// The login page, its button leading to `authorizePath`.
+    func loginPage(_ request: Request, context: SiwaRequestContext, authorizePath: String) async throws -> Response {
+        let query = request.uri.queryParameters
+        var page = LoginPage()
+        page.authorizePath = authorizePath
+        page.style = query["style"].flatMap { LoginPage.ButtonStyle(rawValue: String($0)) } ?? .black
+        if apple.servicesID == nil {
+            page.notice = .webSignInDisabled
+        } else if query["cancelled"] == "1" {
+            page.notice = .cancelled
+        } else if query["signedout"] == "1" {
+            page.notice = .signedOut
+        }
+        var newTokens: (accessToken: String, refreshToken: String)?
+        var clearCookies = false
+        var claims = cookies.accessToken(in: request).flatMap { try? sessions.authenticate($0) }
+        if claims == nil, cookies.refreshToken(in: request) != nil {
+            // The access cookie is missing or expired: rotate the refresh cookie server-side.
+            do {
+                let rotated = try await sessions.rotateCookies(request, logger: context.logger)
+                newTokens = (rotated.accessToken, rotated.refreshToken)
+                claims = try sessions.authenticate(rotated.accessToken)
+            } catch let error as AuthServerError {
+                context.logger.debug("refresh cookie refused", metadata: ["error": "\(error.code)"])
+                clearCookies = true
+            }
+        } else if claims == nil, cookies.accessToken(in: request) != nil {
+            clearCookies = true
+        }
+        if let claims {
+            page.user = try await store.user(id: claims.userID)
+            if page.user == nil { clearCookies = true }
+        }
+        var response = page.page.response()
+        if clearCookies {
+            cookies.clear(on: &response)
+        } else if let newTokens {
+            cookies.set(accessToken: newTokens.accessToken, refreshToken: newTokens.refreshToken, on: &response)
+        }
+        return response
+    }
+
+    // MARK: Domain association
+
+    @Sendable func domainAssociation(_ request: Request, context: SiwaRequestContext) async throws -> Response {
+        guard let text = configuration.web.domainAssociation else {
+            throw AuthServerError(
+                .notFound,
+                "not_found",
+                "no domain-association file is configured (web.domainAssociation)"
+            )
+        }
+        return Response(
+            status: .ok,
+            headers: [.contentType: "text/plain; charset=utf-8", .cacheControl: "public, max-age=3600"],
+            body: .init(byteBuffer: ByteBuffer(string: text))
+        )
+    }
+
+    // MARK: Helpers
+
+    static func hash(_ state: String) -> [UInt8] {
+        Array(SHA256.hash(data: Array(state.utf8)))
+    }
+
+    /// 303 See Other: the browser follows with a GET.
+    static func redirect(_ location: String) -> Response {
+        Response(status: .seeOther, headers: [.location: location, .cacheControl: "no-store"])
+    }
+}

@@ -1,0 +1,41 @@
+import HTTPTypes
+import Hummingbird
+
+/// The page a browser sees when a web sign-in fails: a human reason and the stable error code, never a stack trace.
+struct WebErrorPage {
+    var status: HTTPResponse.Status
+    var code: String
+    var reason: String
+
+    init(status: HTTPResponse.Status, code: String, reason: String) {
+        self.status = status
+        self.code = code
+        self.reason = reason
+    }
+
+    /// The page for an ``AuthServerError``: 503 stays 503 (Apple or the database unreachable, try again), 500 stays
+    /// 500, everything else is the browser's request being refused (400).
+    init(_ error: AuthServerError) {
+        let status: HTTPResponse.Status =
+            switch error.status {
+            case .serviceUnavailable, .internalServerError: error.status
+            default: .badRequest
+            }
+        self.init(status: status, code: error.code, reason: error.message)
+    }
+
+    var response: Response {
+        let retry =
+            status == .serviceUnavailable
+            ? "<p>This is probably temporary: please try again in a moment.</p>\n" : ""
+        return HTMLPage(
+            title: "Sign-in failed",
+            main: """
+                <h1>Sign-in failed</h1>
+                <p class="notice error" role="alert">\(HTMLPage.escape(reason))</p>
+                \(retry)<p class="muted">Error code: <code>\(HTMLPage.escape(code))</code></p>
+                <p><a href="/login">Back to sign-in</a></p>
+                """
+        ).response(status: status)
+    }
+}

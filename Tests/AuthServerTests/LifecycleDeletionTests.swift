@@ -1,0 +1,142 @@
+import AccountStore
+import AccountStoreSQL
+import AppleSignIn
+import AuthServer
+import Foundation
+import HTTPTypes
+import Logging
+import SiwaTesting
+import Synchronization
+import Testing
+
+/// `DELETE /api/me`: the account goes and its Apple token is revoked at Apple, at once or by the retry worker.
+@Suite("Lifecycle: account deletion")
+struct LifecycleDeletionTests {
+    @Test func deleteMeRevokesTheAppleTokenAndDeletesTheAccount() async throws {
+        try await LifecycleHarness.run { lifecycle in
+            try await lifecycle.withServer { server in
+                let signIn = try await server.signIn("delete@example.com")
+                let other = try await server.signIn("delete@example.com")
+                let access = try #require(signIn.json.string("accessToken"))
+                let userID = try #require(signIn.json.user.string("id").flatMap(UserID.init))
+                #expect(try await lifecycle.store.appleToken(userID: userID) != nil)
+
+                let deleted = try await server.call(.delete, "/api/me", bearer: access)
+                #expect(deleted.status == .noContent)
+                #expect(try await lifecycle.emulatorCalls("revoke", outcome: "200") == 1)
+                #expect(try await lifecycle.store.user(id: userID) == nil)
+                #expect(try await pending(lifecycle).isEmpty)
+                for session in [signIn, other] {
+                    let me = try await server.call(.get, "/api/me", bearer: session.json.string("accessToken"))
+                    #expect(me.status == .unauthorized)
+                    let refresh = try await server.call(
+                        .post,
+                        "/auth/refresh",
+                        json: ["refreshToken": try #require(session.json.string("refreshToken"))]
+                    )
+                    #expect(refresh.status == .unauthorized)
+                }
+                #expect(try await server.call(.delete, "/api/me").json.string("error") == "missing_token")
+            }
+        }
+    }
+
+    @Test func aDeletionReachesAnotherInstanceWithinTheRefreshInterval() async throws {
+        try await LifecycleHarness.run { lifecycle in
+            try await lifecycle.withServer { first in
+                try await lifecycle.withServer { second in
+                    let here = try await first.signIn("twoplaces@example.com")
+                    let there = try await second.signIn("twoplaces@example.com")
+                    let thereAccess = try #require(there.json.string("accessToken"))
+                    #expect(try await second.call(.get, "/api/me", bearer: thereAccess).status == .ok)
+                    let deleted = try await first.call(.delete, "/api/me", bearer: here.json.string("accessToken"))
+                    #expect(deleted.status == .noContent)
+                    let refused = try await lifecycle.eventually(within: 3) {
+                        try await second.call(.get, "/api/me", bearer: thereAccess).json.string("error")
+                            == "account_deleted"
+                    }
+                    #expect(refused)
+                }
+            }
+        }
+    }
+
+    @Test func aRevocationThatFailsIsQueuedAndRetriedAfterARestart() async throws {
+        try await queuedRevocationSurvivesARestart(store: InMemoryAccountStore())
+    }
+
+    @Test func aRevocationThatFailsIsQueuedAndRetriedAfterARestartOnSQLite() async throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "siwa-lifecycle-\(UUID().uuidString).sqlite"
+        ).path
+        var logger = Logger(label: "test")
+        logger.logLevel = .warning
+        let store = try await SQLAccountStore.sqlite(path: path, logger: logger)
+        do {
+            try await queuedRevocationSurvivesARestart(store: store)
+        } catch {
+            await store.shutdown()
+            throw error
+        }
+        await store.shutdown()
+    }
+
+    @Test func theWorkerRetriesOnceTheFaultEnds() async throws {
+        try await LifecycleHarness.run { lifecycle in
+            try await lifecycle.withServer { server in
+                let signIn = try await server.signIn("retry@example.com")
+                try await server.emulator("/emulator/faults", ["endpoint": "revoke", "mode": "error"])
+                let deleted = try await server.call(.delete, "/api/me", bearer: signIn.json.string("accessToken"))
+                #expect(deleted.status == .noContent)
+                let queued = try #require(try await pending(lifecycle).first)
+                #expect(queued.attempts == 1)
+                #expect(queued.nextAttemptAt > lifecycle.clock.now)  // backoff: not retried at once
+
+                try await server.emulator("/emulator/faults", ["endpoint": "revoke", "mode": "off"])
+                lifecycle.clock.advance(by: 31)
+                let revoked = try await lifecycle.eventually {
+                    try await lifecycle.emulatorCalls("revoke", outcome: "200") == 1
+                }
+                #expect(revoked)
+                #expect(try await lifecycle.eventually { try await pending(lifecycle).isEmpty })
+            }
+        }
+    }
+
+    // MARK: Helpers
+
+    private func queuedRevocationSurvivesARestart(store: any AccountStore) async throws {
+        try await LifecycleHarness.run(store: store) { lifecycle in
+            let found = Mutex<UserID?>(nil)
+            try await lifecycle.withServer { server in
+                let signIn = try await server.signIn("restart@example.com")
+                found.withLock { $0 = signIn.json.user.string("id").flatMap(UserID.init) }
+                try await server.emulator("/emulator/faults", ["endpoint": "revoke", "mode": "error"])
+                let deleted = try await server.call(.delete, "/api/me", bearer: signIn.json.string("accessToken"))
+                #expect(deleted.status == .noContent)
+            }
+            let userID = try #require(found.withLock { $0 })
+            #expect(try await store.user(id: userID) == nil)
+            let queued = try await pending(lifecycle)
+            #expect(queued.count == 1)
+            #expect(queued.first?.userID == userID)
+            #expect(queued.first?.lastError?.isEmpty == false)
+            #expect(try await lifecycle.emulatorCalls("revoke", outcome: "200") == 0)
+
+            // Apple is back; a new server process on the same store finishes the job.
+            try await lifecycle.control("/emulator/faults", ["endpoint": "revoke", "mode": "off"])
+            lifecycle.clock.advance(by: 3600)
+            try await lifecycle.withServer { _ in
+                let revoked = try await lifecycle.eventually {
+                    try await lifecycle.emulatorCalls("revoke", outcome: "200") == 1
+                }
+                #expect(revoked)
+                #expect(try await lifecycle.eventually { try await pending(lifecycle).isEmpty })
+            }
+        }
+    }
+
+    private func pending(_ lifecycle: LifecycleHarness) async throws -> [PendingAppleRevocation] {
+        try await lifecycle.store.dueAppleRevocations(now: .distantFuture, limit: 100)
+    }
+}

@@ -1,0 +1,183 @@
+import AuthServer
+import Foundation
+import HTTPTypes
+import HummingbirdTesting
+import NIOCore
+import Testing
+
+/// `GET /metrics`: Prometheus text counting requests by route, sign-ins, refreshes, refused tokens and Apple calls.
+@Suite("MetricsTests")
+struct MetricsTests {
+    @Test func countsSignInsRefreshesFailuresAndRequestsByRoute() async throws {
+        try await ServerHarness.run { harness in
+            let first = try await harness.signIn("metrics@example.com", givenName: "Mia")
+            #expect(first.status == .ok)
+            let again = try await harness.signIn("metrics@example.com")
+            #expect(again.status == .ok)
+            let refreshToken = try #require(again.json.string("refreshToken"))
+            let rotated = try await harness.call(.post, "/auth/refresh", json: ["refreshToken": refreshToken])
+            #expect(rotated.status == .ok)
+            let me = try await harness.call(.get, "/api/me", bearer: rotated.json.string("accessToken"))
+            #expect(me.status == .ok)
+            let reused = try await harness.call(.post, "/auth/refresh", json: ["refreshToken": refreshToken])
+            #expect(reused.json.string("error") == "refresh_token_reused")
+            let expired = try await harness.appleCredential("late@example.com", expiresIn: -300)
+            let refused = try await harness.call(
+                .post,
+                "/auth/apple/native",
+                json: ["identityToken": try #require(expired.string("identityToken"))]
+            )
+            #expect(refused.json.string("error") == "identity_token_expired")
+            let garbage = try await harness.call(.post, "/auth/apple/native", json: ["identityToken": "a.b.c"])
+            #expect(garbage.json.string("error") == "identity_token_malformed")
+            let missing = try await harness.call(.get, "/no/such/path/12345")
+            #expect(missing.status == .notFound)
+
+            let (metrics, headers) = try await scrape(harness)
+            #expect(headers[.contentType] == "text/plain; version=0.0.4; charset=utf-8")
+
+            #expect(metrics.value("siwa_sign_ins_total", ["flow": "native", "user": "new"]) == 1)
+            #expect(metrics.value("siwa_sign_ins_total", ["flow": "native", "user": "returning"]) == 1)
+            #expect(metrics.value("siwa_sign_ins_total", ["flow": "web", "user": "new"]) == 0)
+            #expect(metrics.value("siwa_refreshes_total", ["outcome": "rotated"]) == 1)
+            #expect(metrics.value("siwa_refreshes_total", ["outcome": "reused"]) == 1)
+            #expect(metrics.value("siwa_refreshes_total", ["outcome": "expired"]) == 0)
+            #expect(
+                metrics.value("siwa_identity_token_failures_total", ["reason": "identity_token_expired"]) == 1
+            )
+            #expect(
+                metrics.value("siwa_identity_token_failures_total", ["reason": "identity_token_malformed"]) == 1
+            )
+            #expect(metrics.value("siwa_apple_jwks_fetches_total", ["outcome": "ok"]) == 1)
+            #expect(metrics.value("siwa_apple_jwks_fetches_total", ["outcome": "failed"]) == 0)
+            #expect(metrics.value("siwa_apple_code_exchange_failures_total", [:]) == 0)
+
+            let native = ["method": "POST", "route": "/auth/apple/native"]
+            #expect(metrics.value("siwa_http_requests_total", native.merging(["status": "200"]) { $1 }) == 2)
+            #expect(metrics.value("siwa_http_requests_total", native.merging(["status": "401"]) { $1 }) == 2)
+            let refresh = ["method": "POST", "route": "/auth/refresh"]
+            #expect(metrics.value("siwa_http_requests_total", refresh.merging(["status": "200"]) { $1 }) == 1)
+            #expect(metrics.value("siwa_http_requests_total", refresh.merging(["status": "401"]) { $1 }) == 1)
+            #expect(
+                metrics.value("siwa_http_requests_total", ["method": "GET", "route": "/api/me", "status": "200"]) == 1
+            )
+            #expect(
+                metrics.value("siwa_http_requests_total", ["method": "GET", "route": "unmatched", "status": "404"])
+                    == 1
+            )
+            // Routes are patterns, never raw paths: an unknown path adds no series of its own.
+            #expect(!metrics.samples.contains { $0.labels.values.contains { $0.contains("no/such") } })
+            #expect(metrics.value("siwa_http_request_duration_seconds_count", ["route": "/api/me"]) == 1)
+            #expect(metrics.value("siwa_http_request_duration_seconds_count", ["route": "/auth/apple/native"]) == 4)
+            #expect(
+                metrics.value("siwa_http_request_duration_seconds_bucket", ["route": "/api/me", "le": "+Inf"]) == 1
+            )
+            #expect(try #require(metrics.value("siwa_http_request_duration_seconds_sum", ["route": "/api/me"])) > 0)
+
+            // A scrape counts itself once it is answered.
+            let (next, _) = try await scrape(harness)
+            #expect(
+                next.value("siwa_http_requests_total", ["method": "GET", "route": "/metrics", "status": "200"]) == 1
+            )
+        }
+    }
+
+    @Test func failedCodeExchangeIsCounted() async throws {
+        try await ServerHarness.run { harness in
+            try await harness.emulator("/emulator/faults", ["endpoint": "token", "mode": "error"])
+            let answer = try await harness.signIn("fault@example.com")
+            #expect(answer.status == .ok)
+            let (metrics, _) = try await scrape(harness)
+            #expect(metrics.value("siwa_apple_code_exchange_failures_total", [:]) == 1)
+            #expect(metrics.value("siwa_sign_ins_total", ["flow": "native", "user": "new"]) == 1)
+        }
+    }
+
+    @Test func metricsRouteIsAbsentWhenDisabled() async throws {
+        let configuration = AuthServerConfiguration(
+            authRateLimit: nil,
+            storeRefreshInterval: .milliseconds(200),
+            metricsEnabled: false
+        )
+        try await ServerHarness.run(configuration: configuration) { harness in
+            #expect(try await harness.signIn("off@example.com").status == .ok)
+            let response = try await harness.server.execute(uri: "/metrics", method: .get)
+            #expect(response.status == .notFound)
+        }
+    }
+
+    // MARK: Helpers
+
+    /// `GET /metrics`, parsed.
+    private func scrape(_ harness: ServerHarness) async throws -> (PrometheusText, HTTPFields) {
+        let response = try await harness.server.execute(uri: "/metrics", method: .get)
+        #expect(response.status == .ok)
+        let text = String(decoding: response.body.readableBytesView, as: UTF8.self)
+        return (try PrometheusText(text), response.headers)
+    }
+}
+
+/// The samples of a Prometheus text exposition: `name{label="value",...} number` lines.
+private struct PrometheusText {
+    struct Sample {
+        var name: String
+        var labels: [String: String]
+        var value: Double
+    }
+
+    struct ParseError: Error, CustomStringConvertible {
+        var line: String
+        var description: String { "not a sample line: \(line)" }
+    }
+
+    var samples: [Sample] = []
+
+    init(_ text: String) throws {
+        for line in text.split(separator: "\n") where !line.hasPrefix("#") && !line.isEmpty {
+            samples.append(try Self.sample(String(line)))
+        }
+    }
+
+    /// The value of the one sample with this name and exactly these labels; `nil` when there is none.
+    func value(_ name: String, _ labels: [String: String]) -> Double? {
+        let matches = samples.filter { $0.name == name && $0.labels == labels }
+        return matches.count == 1 ? matches[0].value : nil
+    }
+
+    private static func sample(_ line: String) throws -> Sample {
+        var rest = Substring(line)
+        guard let nameEnd = rest.firstIndex(where: { $0 == "{" || $0 == " " }) else { throw ParseError(line: line) }
+        let name = String(rest[..<nameEnd])
+        rest = rest[nameEnd...]
+        var labels: [String: String] = [:]
+        if rest.first == "{" {
+            rest = rest.dropFirst()
+            while rest.first != "}" {
+                guard let equals = rest.firstIndex(of: "="), rest[rest.index(after: equals)] == "\"" else {
+                    throw ParseError(line: line)
+                }
+                let key = String(rest[..<equals])
+                rest = rest[rest.index(equals, offsetBy: 2)...]
+                var value = ""
+                while let character = rest.first, character != "\"" {
+                    if character == "\\", let escaped = rest.dropFirst().first {
+                        value.append(escaped == "n" ? "\n" : escaped)
+                        rest = rest.dropFirst(2)
+                    } else {
+                        value.append(character)
+                        rest = rest.dropFirst()
+                    }
+                }
+                guard rest.first == "\"" else { throw ParseError(line: line) }
+                rest = rest.dropFirst()
+                labels[key] = value
+                if rest.first == "," { rest = rest.dropFirst() }
+                guard !rest.isEmpty else { throw ParseError(line: line) }
+            }
+            rest = rest.dropFirst()
+        }
+        let fields = rest.split(separator: " ")
+        guard let first = fields.first, let value = Double(first) else { throw ParseError(line: line) }
+        return Sample(name: name, labels: labels, value: value)
+    }
+}

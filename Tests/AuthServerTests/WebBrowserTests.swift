@@ -1,0 +1,121 @@
+import AccountStore
+import Foundation
+import HTTPTypes
+import Testing
+
+/// The web sign-in in a real browser: headless Chromium, driven over WebDriver, against the server and the emulator on
+/// loopback. `scripts/test` (through `scripts/with-chromium`) installs Chromium and sets `SIWA_TEST_CHROMEDRIVER`;
+/// without it the suite is skipped.
+@Suite(
+    "Web sign-in in a browser",
+    .enabled(
+        if: ProcessInfo.processInfo.environment["SIWA_TEST_CHROMEDRIVER"] != nil,
+        "SIWA_TEST_CHROMEDRIVER is not set: run through scripts/with-chromium (scripts/test does)"
+    )
+)
+struct WebBrowserTests {
+    /// Screenshots and chromedriver logs: `$SIWA_TEST_OUTPUT_DIR`, or `.build/test-output/WebBrowserTests`.
+    static let outputFolder: URL = {
+        if let folder = ProcessInfo.processInfo.environment["SIWA_TEST_OUTPUT_DIR"] {
+            return URL(fileURLWithPath: folder).appendingPathComponent("WebBrowserTests")
+        }
+        return URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent(".build/test-output/WebBrowserTests")
+    }()
+
+    private func browser(javaScript: Bool = true, log: String) async throws -> WebDriverSession {
+        let chromedriver = try #require(ProcessInfo.processInfo.environment["SIWA_TEST_CHROMEDRIVER"])
+        try FileManager.default.createDirectory(at: Self.outputFolder, withIntermediateDirectories: true)
+        return try await WebDriverSession.start(
+            chromedriver: chromedriver,
+            javaScript: javaScript,
+            log: Self.outputFolder.appendingPathComponent(log)
+        )
+    }
+
+    private func screenshot(_ browser: WebDriverSession, _ name: String) async throws {
+        try await browser.screenshot(to: Self.outputFolder.appendingPathComponent(name))
+    }
+
+    @Test func signInWithHideMyEmailSignInAgainAndSignOut() async throws {
+        try await ServerHarness.run(configuration: WebSignInTests.configuration(), web: true) { harness in
+            let login = harness.serverURL + "/login"
+
+            // First sign-in, with JavaScript (Apple's form_post page submits itself).
+            let first = try await browser(log: "chromedriver-first.log")
+            do {
+                try await first.navigate(to: login)
+                try await first.wait(for: "the login page") { _, source in source.contains("Sign in with Apple") }
+                try await screenshot(first, "1-login.png")
+                try await first.click("a.apple-button")
+                try await first.wait(for: "the consent page") { url, _ in url.hasPrefix(harness.emulatorURL) }
+                try await first.type("browser@example.com", into: "#email")
+                try await first.type("Brow", into: "#given_name")
+                try await first.click(#"input[name="hide_email"][value="true"]"#)
+                try await screenshot(first, "2-consent.png")
+                try await first.click(#"button[value="continue"]"#)
+                try await first.wait(for: "the signed-in page") { url, source in
+                    url == login && source.contains("Sign out")
+                }
+                try await screenshot(first, "3-signed-in.png")
+                let source = try await first.pageSource()
+                #expect(source.contains("Hello, Brow Appleseed"))
+                #expect(source.contains("@privaterelay.appleid.com"))
+                #expect(source.contains("Relay address"))
+                #expect(!source.contains("browser@example.com"))
+                let cookies = try await first.cookies()
+                #expect(cookies["siwa_session"] != nil)
+                #expect(cookies["siwa_refresh"] != nil)
+                await first.quit()
+            } catch {
+                await first.quit()
+                throw error
+            }
+
+            // Second sign-in in a fresh browser without JavaScript: the whole flow still works (Apple's page shows
+            // its Continue button), and Apple's callback carries no name this time.
+            let second = try await browser(javaScript: false, log: "chromedriver-second.log")
+            do {
+                try await second.navigate(to: login)
+                try await second.click("a.apple-button")
+                try await second.wait(for: "the consent page") { url, _ in url.hasPrefix(harness.emulatorURL) }
+                try await second.type("browser@example.com", into: "#email")
+                try await second.type("Renamed", into: "#given_name")
+                try await second.click(#"input[name="hide_email"][value="true"]"#)
+                try await second.click(#"button[value="continue"]"#)
+                try await second.wait(for: "Apple's form_post page") { _, source in
+                    source.contains("apple-form-post")
+                }
+                let formPost = try await second.pageSource()
+                #expect(formPost.contains(#"name="id_token""#))
+                #expect(!formPost.contains(#"name="user""#))  // no name prompt the second time
+                try await second.click("#apple-form-post button")
+                try await second.wait(for: "the signed-in page") { url, source in
+                    url == login && source.contains("Sign out")
+                }
+                let source = try await second.pageSource()
+                #expect(source.contains("Hello, Brow Appleseed"))
+                #expect(!source.contains("Renamed"))
+                try await screenshot(second, "4-signed-in-again.png")
+
+                // Sign out ends the session.
+                let cookies = try await second.cookies()
+                let session = try #require(cookies["siwa_session"])
+                try await second.click("form[action=\"/auth/logout\"] button")
+                try await second.wait(for: "the signed-out page") { url, source in
+                    url.hasPrefix(login) && source.contains("You have signed out")
+                }
+                try await screenshot(second, "5-signed-out.png")
+                #expect(try await second.pageSource().contains("Sign in with Apple"))
+                #expect(try await second.cookies()["siwa_session"] == nil)
+                let me = try await harness.browser(.get, "/api/me", cookies: ["siwa_session": session])
+                #expect(me.status == .unauthorized)
+                await second.quit()
+            } catch {
+                await second.quit()
+                throw error
+            }
+            #expect(try await harness.store.users(limit: 10, after: nil).count == 1)
+        }
+    }
+}

@@ -1,0 +1,205 @@
+import AppleSignIn
+import AppleSignInAsyncHTTPClient
+import Foundation
+import HTTPTypes
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// A headless Chromium driven through chromedriver's W3C WebDriver protocol (JSON over HTTP on 127.0.0.1).
+final class WebDriverSession: Sendable {
+    private let driver: Process
+    private let authority: String
+    private let sessionID: String
+
+    static let elementKey = "element-6066-11e4-a52e-4f735466cecf"
+
+    struct Failure: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    /// Starts chromedriver on a free loopback port and opens a browser.
+    /// - Parameters:
+    ///   - chromedriver: the chromedriver executable.
+    ///   - javaScript: `false` runs the browser with JavaScript off.
+    ///   - log: where chromedriver writes its log.
+    static func start(chromedriver: String, javaScript: Bool = true, log: URL) async throws -> WebDriverSession {
+        let port = try freeLoopbackPort()
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: chromedriver)
+        process.arguments = ["--port=\(port)", "--allowed-ips=127.0.0.1", "--log-path=\(log.path)"]
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        let authority = "127.0.0.1:\(port)"
+        do {
+            try await waitUntilReady(authority)
+            var options: [String: Any] = [
+                "args": [
+                    "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                    "--window-size=1024,900", "--no-first-run", "--no-default-browser-check",
+                    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                    "--disable-extensions", "--no-proxy-server",
+                    // Only loopback: any other host name fails to resolve.
+                    "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1",
+                ]
+            ]
+            if let binary = ProcessInfo.processInfo.environment["SIWA_TEST_CHROMIUM"] { options["binary"] = binary }
+            if !javaScript { options["prefs"] = ["profile.managed_default_content_settings.javascript": 2] }
+            let created = try await command(
+                authority,
+                .post,
+                "/session",
+                ["capabilities": ["alwaysMatch": ["browserName": "chrome", "goog:chromeOptions": options]]]
+            )
+            guard let value = created as? [String: Any], let sessionID = value["sessionId"] as? String else {
+                throw Failure(description: "chromedriver answered no session: \(String(describing: created))")
+            }
+            return WebDriverSession(driver: process, authority: authority, sessionID: sessionID)
+        } catch {
+            await stop(process, authority: authority)
+            throw error
+        }
+    }
+
+    private init(driver: Process, authority: String, sessionID: String) {
+        self.driver = driver
+        self.authority = authority
+        self.sessionID = sessionID
+    }
+
+    /// Closes the browser and stops chromedriver.
+    func quit() async {
+        _ = try? await Self.command(authority, .delete, "/session/\(sessionID)", nil)
+        await Self.stop(driver, authority: authority)
+    }
+
+    /// Asks chromedriver to shut down, then kills it. (SIGTERM would not do: the test process ignores it for its
+    /// graceful-shutdown handler, and children inherit ignored signals.)
+    private static func stop(_ process: Process, authority: String) async {
+        _ = try? await command(authority, .get, "/shutdown", nil)
+        for _ in 0..<50 where process.isRunning {
+            try? await Task.sleep(for: .milliseconds(100))
+        }
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+    }
+
+    // MARK: Commands
+
+    func navigate(to url: String) async throws {
+        try await session(.post, "/url", ["url": url])
+    }
+
+    func currentURL() async throws -> String {
+        try await session(.get, "/url") as? String ?? ""
+    }
+
+    func pageSource() async throws -> String {
+        try await session(.get, "/source") as? String ?? ""
+    }
+
+    /// The first element matching a CSS selector.
+    func element(_ selector: String) async throws -> String {
+        let value = try await session(.post, "/element", ["using": "css selector", "value": selector])
+        guard let element = (value as? [String: Any])?[Self.elementKey] as? String else {
+            throw Failure(description: "no element matches \(selector)")
+        }
+        return element
+    }
+
+    func click(_ selector: String) async throws {
+        let element = try await element(selector)
+        try await session(.post, "/element/\(element)/click", [:])
+    }
+
+    func type(_ text: String, into selector: String) async throws {
+        let element = try await element(selector)
+        try await session(.post, "/element/\(element)/clear", [:])
+        try await session(.post, "/element/\(element)/value", ["text": text])
+    }
+
+    /// Every cookie of the current page, by name (HttpOnly ones included).
+    func cookies() async throws -> [String: String] {
+        let list = try await session(.get, "/cookie") as? [[String: Any]] ?? []
+        var out: [String: String] = [:]
+        for cookie in list {
+            if let name = cookie["name"] as? String, let value = cookie["value"] as? String { out[name] = value }
+        }
+        return out
+    }
+
+    /// Saves a PNG screenshot of the viewport.
+    func screenshot(to file: URL) async throws {
+        let encoded = try await session(.get, "/screenshot") as? String ?? ""
+        guard let png = Data(base64Encoded: encoded) else { throw Failure(description: "the screenshot is not base64") }
+        try png.write(to: file)
+    }
+
+    /// Waits until `condition` holds on the current URL and page source (up to 15 s).
+    func wait(
+        for what: String,
+        _ condition: @Sendable (_ url: String, _ source: String) -> Bool
+    ) async throws {
+        for _ in 0..<150 {
+            let url = try await currentURL()
+            let source = try await pageSource()
+            if condition(url, source) { return }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        throw Failure(description: "timed out waiting for \(what); at \(try await currentURL())")
+    }
+
+    // MARK: Wire
+
+    @discardableResult
+    private func session(
+        _ method: HTTPRequest.Method,
+        _ path: String,
+        _ body: [String: Any]? = nil
+    ) async throws
+        -> Any?
+    {
+        try await Self.command(authority, method, "/session/\(sessionID)\(path)", body)
+    }
+
+    private static func command(
+        _ authority: String,
+        _ method: HTTPRequest.Method,
+        _ path: String,
+        _ body: [String: Any]?
+    ) async throws -> Any? {
+        var request = HTTPRequest(method: method, scheme: "http", authority: authority, path: path)
+        var bytes: [UInt8]?
+        if let body {
+            request.headerFields[.contentType] = "application/json"
+            bytes = Array(try JSONSerialization.data(withJSONObject: body))
+        } else if method == .post {
+            request.headerFields[.contentType] = "application/json"
+            bytes = Array("{}".utf8)
+        }
+        let answer = try await AsyncHTTPClientTransport().send(request, body: bytes, timeout: .seconds(60))
+        let json = try? JSONSerialization.jsonObject(with: Data(answer.body), options: [.fragmentsAllowed])
+        let value = (json as? [String: Any])?["value"]
+        guard answer.response.status == .ok else {
+            let error = (value as? [String: Any]).map { "\($0["error"] ?? ""): \($0["message"] ?? "")" } ?? ""
+            throw Failure(description: "WebDriver \(method) \(path): \(answer.response.status.code) \(error)")
+        }
+        return value
+    }
+
+    private static func waitUntilReady(_ authority: String) async throws {
+        for _ in 0..<100 {
+            if let status = try? await command(authority, .get, "/status", nil) as? [String: Any],
+                status["ready"] as? Bool == true
+            {
+                return
+            }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        throw Failure(description: "chromedriver did not start on \(authority)")
+    }
+}

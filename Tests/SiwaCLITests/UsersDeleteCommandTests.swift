@@ -1,0 +1,164 @@
+import AccountStore
+import AccountStoreSQL
+import AppleSignIn
+import Crypto
+import Foundation
+import Logging
+import Testing
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// `siwa users delete` as a subprocess on a SQLite file, revoking at `siwa emulator` (also a subprocess).
+@Suite("siwa users delete")
+struct UsersDeleteCommandTests {
+    let directory: URL
+    let environment: [String: String]
+    let dataKey = SymmetricKey(size: .bits256)
+
+    init() throws {
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("siwa-delete-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let keyFile = directory.appendingPathComponent("data.key").path
+        let keyText = dataKey.withUnsafeBytes { Data($0).base64EncodedString() }
+        try Data(keyText.utf8).write(to: URL(fileURLWithPath: keyFile))
+        environment = [
+            "SIWA_DATABASE_PATH": directory.appendingPathComponent("siwa.sqlite").path,
+            "SIWA_DATA_KEY_FILE": keyFile,
+            "SIWA_BUNDLE_IDS": "com.example.siwa.demo",
+        ]
+    }
+
+    @Test func anUnknownAccountExitsNonZero() async throws {
+        let result = try await SiwaProcess.run(["users", "delete", "nobody"], environment: environment)
+        #expect(result.status == 1)
+        #expect(result.stderr.contains("no account nobody"))
+    }
+
+    @Test func anAccountWithoutAppleTokenIsDeleted() async throws {
+        let userID = try await createUser(sub: "001111.nottoken.2222", appleToken: nil)
+        let result = try await SiwaProcess.run(
+            ["users", "delete", userID.description, "--json"],
+            environment: environment
+        )
+        #expect(result.status == 0, "\(result.stderr)")
+        let output = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
+        #expect(output["id"] as? String == userID.description)
+        #expect(output["appleRevocation"] as? String == "no_apple_token")
+        #expect(output["mode"] as? String == "delete")
+        let again = try await SiwaProcess.run(["users", "delete", userID.description], environment: environment)
+        #expect(again.status == 1)
+    }
+
+    @Test func theAppleTokenIsRevokedAtAppleOrQueued() async throws {
+        let port = Int.random(in: 20_000...40_000)
+        let emulator = Process()
+        emulator.executableURL = SiwaProcess.executable
+        emulator.arguments = ["emulator", "--port", String(port)]
+        emulator.currentDirectoryURL = directory
+        emulator.standardOutput = FileHandle.nullDevice
+        emulator.standardError = FileHandle.nullDevice
+        try emulator.run()
+        defer {
+            if emulator.isRunning {
+                emulator.interrupt()
+                emulator.waitUntilExit()
+            }
+        }
+        var up = false
+        for _ in 0..<100 where !up {
+            up = (try? await revokeCalls(port: port)) != nil
+            if !up { try await Task.sleep(for: .milliseconds(100)) }
+        }
+        try #require(up)
+        var apple = environment
+        apple["SIWA_APPLE_BASE_URL"] = "http://127.0.0.1:\(port)"
+        apple["SIWA_TEAM_ID"] = "DEMOTEAM01"
+        apple["SIWA_KEY_ID"] = "DEMOKEY001"
+        apple["SIWA_PRIVATE_KEY_FILE"] = directory.appendingPathComponent("siwa-emulator/AuthKey_DEMOKEY001.p8").path
+
+        let revoked = try await createUser(sub: "001111.revoked.2222", appleToken: "r.apple-refresh-token")
+        let result = try await SiwaProcess.run(["users", "delete", "001111.revoked.2222"], environment: apple)
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout.contains("account \(revoked) deleted"))
+        #expect(result.stdout.contains("Apple token revoked at Apple"))
+        #expect(try await revokeCalls(port: port) == 1)
+        #expect(try await pendingRevocations().isEmpty)
+
+        // Apple failing: the account still goes, the revocation stays queued for the server to retry.
+        try await control(port: port, "/emulator/faults", ["endpoint": "revoke", "mode": "error"])
+        let queued = try await createUser(sub: "001111.queued.2222", appleToken: "r.another-token")
+        let failing = try await SiwaProcess.run(["users", "delete", queued.description, "--json"], environment: apple)
+        #expect(failing.status == 0, "\(failing.stderr)")
+        let output = try #require(try JSONSerialization.jsonObject(with: Data(failing.stdout.utf8)) as? [String: Any])
+        #expect(output["appleRevocation"] as? String == "queued")
+        #expect(output["retryAt"] is String)
+        let pending = try await pendingRevocations()
+        #expect(pending.map(\.userID) == [queued])
+        #expect(pending.first?.attempts == 1)
+    }
+
+    // MARK: Helpers
+
+    private func withStore<R>(_ body: (SQLAccountStore) async throws -> R) async throws -> R {
+        var logger = Logger(label: "test")
+        logger.logLevel = .warning
+        let store = try await SQLAccountStore.sqlite(path: environment["SIWA_DATABASE_PATH"]!, logger: logger)
+        do {
+            let result = try await body(store)
+            await store.shutdown()
+            return result
+        } catch {
+            await store.shutdown()
+            throw error
+        }
+    }
+
+    /// An account, with an Apple refresh token sealed like the server seals it (AES-GCM under the data key).
+    private func createUser(sub: String, appleToken: String?) async throws -> UserID {
+        try await withStore { store in
+            let user = try await store.signIn(
+                AppleSignInFacts(
+                    appleUserID: AppleUserID(sub),
+                    clientID: "com.example.siwa.demo",
+                    email: "\(sub)@x.example"
+                ),
+                now: Date()
+            ).user
+            if let appleToken {
+                let sealed = try #require(try AES.GCM.seal(Array(appleToken.utf8), using: dataKey).combined)
+                try await store.saveAppleToken(
+                    AppleTokenRecord(
+                        userID: user.id,
+                        clientID: "com.example.siwa.demo",
+                        encryptedRefreshToken: Array(sealed),
+                        storedAt: Date(),
+                        lastValidatedAt: Date()
+                    )
+                )
+            }
+            return user.id
+        }
+    }
+
+    private func pendingRevocations() async throws -> [PendingAppleRevocation] {
+        try await withStore { try await $0.dueAppleRevocations(now: .distantFuture, limit: 10) }
+    }
+
+    /// Successful revocations in the emulator's log.
+    private func revokeCalls(port: Int) async throws -> Int {
+        let (data, _) = try await URLSession.shared.data(from: URL(string: "http://127.0.0.1:\(port)/emulator/log")!)
+        let log = try #require(try JSONSerialization.jsonObject(with: data) as? [[String: Any]])
+        return log.filter { $0["endpoint"] as? String == "revoke" && $0["outcome"] as? String == "200" }.count
+    }
+
+    private func control(port: Int, _ path: String, _ body: [String: Any]) async throws {
+        var request = URLRequest(url: URL(string: "http://127.0.0.1:\(port)\(path)")!)
+        request.httpMethod = "POST"
+        request.setValue("application/json", forHTTPHeaderField: "content-type")
+        request.httpBody = try JSONSerialization.data(withJSONObject: body)
+        let (_, response) = try await URLSession.shared.data(for: request)
+        #expect((response as? HTTPURLResponse)?.statusCode == 200)
+    }
+}
