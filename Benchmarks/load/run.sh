@@ -6,6 +6,7 @@
 #
 #   Benchmarks/load/run.sh                 # both databases
 #   DATABASES=sqlite Benchmarks/load/run.sh
+#   SIWA_BINARY=/tmp/siwa DURATION=5 Benchmarks/load/run.sh
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROOT=$(pwd)
@@ -22,8 +23,13 @@ if [[ " $DATABASES " == *" postgres "* ]] && [ -z "${SIWA_TEST_POSTGRES_URL:-}" 
 fi
 
 command -v wrk >/dev/null || { apt-get update >/dev/null && apt-get install -y wrk >/dev/null; }
-swift build -c release --product siwa >/dev/null
-SIWA="$ROOT/.build/release/siwa"
+# SIWA_BINARY runs an already built siwa (e.g. a copy taken while other builds go on); otherwise a release build.
+if [ -n "${SIWA_BINARY:-}" ]; then
+  SIWA="$SIWA_BINARY"
+else
+  swift build -c release --product siwa >/dev/null
+  SIWA="$ROOT/.build/release/siwa"
+fi
 WORK=$(mktemp -d)
 PIDS=()
 cleanup() { for pid in "${PIDS[@]:-}"; do kill "$pid" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$WORK"; }

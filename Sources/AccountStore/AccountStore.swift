@@ -22,7 +22,18 @@ public protocol AccountStore: Sendable {
     /// An existing account takes the token's email when it carries one (and its `email_verified` and
     /// `is_private_email`); a stored name is never replaced or blanked, and a missing one is filled from `facts`.
     /// Two racing first sign-ins of one Apple user create one account (the loser reads the winner's).
-    func signIn(_ facts: AppleSignInFacts, now: Date) async throws(StoreError) -> SignInOutcome
+    ///
+    /// When no account has the `sub` but `facts.transferSub` names a pending transfer, that account is moved to the
+    /// `sub` (as ``reassignAppleUser(userID:newAppleUserID:email:isPrivateEmail:now:)`` does) and signs in as a
+    /// returning user.
+    ///
+    /// With `session`, the account's new session and its first refresh token are stored in the same transaction (the
+    /// sign-in is then one write, and a session never exists without its account).
+    func signIn(
+        _ facts: AppleSignInFacts,
+        startingSession session: NewSession?,
+        now: Date
+    ) async throws(StoreError) -> SignInOutcome
 
     /// The account with siwa id `id`.
     func user(id: UserID) async throws(StoreError) -> UserRecord?
@@ -175,4 +186,53 @@ public protocol AccountStore: Sendable {
 
     /// Succeeds when the store can serve requests.
     func ping() async throws(StoreError)
+
+    // MARK: Team transfer (TN3159)
+
+    /// Sending team: keeps the `transfer_sub` Apple gave for moving the account to `targetTeam`, replacing an earlier
+    /// transfer of it (which then counts as pending again).
+    /// - Throws: ``StoreError/Code/notFound`` for no such account, ``StoreError/Code/duplicate`` when another account
+    ///   has this `transfer_sub`.
+    func setTransferSub(
+        userID: UserID,
+        transferSub: AppleUserID,
+        targetTeam: String,
+        now: Date
+    ) async throws(StoreError)
+
+    /// Sending team: accounts with no transfer (and not anonymised), in creation order, at most `limit`, after the one
+    /// with id `after`. An export walks these, so that a re-run skips the accounts it already exported.
+    func usersWithoutTransfer(after: UserID?, limit: Int) async throws(StoreError) -> [UserRecord]
+
+    /// The account's transfer, if it has one.
+    func transfer(userID: UserID) async throws(StoreError) -> AppleTransferRecord?
+
+    /// The account whose transfer has this `transfer_sub`.
+    func user(transferSub: AppleUserID) async throws(StoreError) -> UserRecord?
+
+    /// Receiving team: transfers not yet done (``AppleTransferRecord/transferredAt`` is `nil`), ordered by user id, at
+    /// most `limit`, after the one of user `after`.
+    func pendingTransfers(after: UserID?, limit: Int) async throws(StoreError) -> [AppleTransferRecord]
+
+    /// Receiving team: moves the account to its `sub` at the receiving team, in one transaction. A given `email`
+    /// (and `isPrivateEmail`) replaces the stored one; the Apple refresh token, issued to the sending team, is dropped;
+    /// the account's transfer is marked done at `now`. Sessions and everything else stay. Calling it again with the
+    /// same `sub` changes nothing more.
+    /// - Throws: ``StoreError/Code/notFound`` for no such account, ``StoreError/Code/duplicate`` when another account
+    ///   has `newAppleUserID` already.
+    @discardableResult
+    func reassignAppleUser(
+        userID: UserID,
+        newAppleUserID: AppleUserID,
+        email: String?,
+        isPrivateEmail: Bool?,
+        now: Date
+    ) async throws(StoreError) -> UserRecord
+}
+
+extension AccountStore {
+    /// Finds or creates the account, without starting a session.
+    public func signIn(_ facts: AppleSignInFacts, now: Date) async throws(StoreError) -> SignInOutcome {
+        try await signIn(facts, startingSession: nil, now: now)
+    }
 }

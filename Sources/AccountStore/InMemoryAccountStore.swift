@@ -31,10 +31,41 @@ public actor InMemoryAccountStore: AccountStore {
     private var revocationQueue: [UUID: PendingAppleRevocation] = [:]
     private var notifications: [AppleNotificationRecord] = []
     private var webStates: [[UInt8]: (state: WebFlowState, usedAt: Date?)] = [:]
+    private var transfers: [UserID: AppleTransferRecord] = [:]
 
     public init() {}
 
-    public func signIn(_ facts: AppleSignInFacts, now: Date) throws(StoreError) -> SignInOutcome {
+    public func signIn(
+        _ facts: AppleSignInFacts,
+        startingSession session: NewSession?,
+        now: Date
+    ) throws(StoreError) -> SignInOutcome {
+        // Checked first, so that a failing session leaves no account behind (one transaction, as in SQL).
+        if let session, sessions[session.sessionID] != nil || tokens[session.refreshTokenHash] != nil {
+            throw StoreError(.duplicate, "session or token exists")
+        }
+        let outcome = try findOrCreate(facts, now: now)
+        if let session {
+            try createSession(
+                firstToken: RefreshTokenRecord(
+                    hash: session.refreshTokenHash,
+                    sessionID: session.sessionID,
+                    userID: outcome.user.id,
+                    issuedAt: session.issuedAt,
+                    expiresAt: session.expiresAt
+                ),
+                now: now
+            )
+        }
+        return outcome
+    }
+
+    private func findOrCreate(_ facts: AppleSignInFacts, now: Date) throws(StoreError) -> SignInOutcome {
+        if userByApple[facts.appleUserID] == nil, let transferSub = facts.transferSub,
+            let transfer = transfers.values.first(where: { $0.transferSub == transferSub && $0.transferredAt == nil })
+        {
+            moveAccount(transfer.userID, to: facts.appleUserID, now: now)
+        }
         if let id = userByApple[facts.appleUserID], var user = users[id] {
             if let email = facts.email {
                 user.email = email
@@ -98,6 +129,7 @@ public actor InMemoryAccountStore: AccountStore {
             queued = pending
         }
         appleTokens[id] = nil
+        transfers[id] = nil
         tokens = tokens.filter { $0.value.record.userID != id }
         userByApple[user.appleUserID] = nil
         switch mode {
@@ -350,4 +382,80 @@ public actor InMemoryAccountStore: AccountStore {
     }
 
     public func ping() {}
+
+    // MARK: Team transfer
+
+    public func setTransferSub(
+        userID: UserID,
+        transferSub: AppleUserID,
+        targetTeam: String,
+        now: Date
+    ) throws(StoreError) {
+        guard users[userID] != nil else { throw StoreError(.notFound, "set a transfer_sub: no such user") }
+        guard !transfers.values.contains(where: { $0.transferSub == transferSub && $0.userID != userID }) else {
+            throw StoreError(.duplicate, "another account has this transfer_sub")
+        }
+        transfers[userID] = AppleTransferRecord(
+            userID: userID,
+            transferSub: transferSub,
+            targetTeam: targetTeam,
+            exportedAt: now
+        )
+    }
+
+    public func usersWithoutTransfer(after: UserID?, limit: Int) -> [UserRecord] {
+        var start = 0
+        if let after, let index = creationOrder.firstIndex(of: after) { start = index + 1 }
+        return creationOrder[min(start, creationOrder.count)...].lazy
+            .filter { self.transfers[$0] == nil }
+            .compactMap { self.users[$0] }
+            .filter { !$0.appleUserID.rawValue.hasPrefix("anonymised:") }
+            .prefix(max(0, limit)).map { $0 }
+    }
+
+    public func transfer(userID: UserID) -> AppleTransferRecord? { transfers[userID] }
+
+    public func user(transferSub: AppleUserID) -> UserRecord? {
+        transfers.values.first { $0.transferSub == transferSub }.flatMap { users[$0.userID] }
+    }
+
+    public func pendingTransfers(after: UserID?, limit: Int) -> [AppleTransferRecord] {
+        let pending = transfers.values.filter { $0.transferredAt == nil }
+            .filter { transfer in after.map { transfer.userID.description > $0.description } ?? true }
+            .sorted { $0.userID.description < $1.userID.description }
+        return Array(pending.prefix(max(0, limit)))
+    }
+
+    public func reassignAppleUser(
+        userID: UserID,
+        newAppleUserID: AppleUserID,
+        email: String?,
+        isPrivateEmail: Bool?,
+        now: Date
+    ) throws(StoreError) -> UserRecord {
+        guard let user = users[userID] else { throw StoreError(.notFound, "reassign an Apple user: no such user") }
+        if let other = userByApple[newAppleUserID], other != userID {
+            throw StoreError(.duplicate, "another account has this Apple user id")
+        }
+        if user.appleUserID != newAppleUserID { moveAccount(userID, to: newAppleUserID, now: now) }
+        if let email {
+            users[userID]?.email = email
+            users[userID]?.isPrivateEmail = isPrivateEmail ?? user.isPrivateEmail
+            users[userID]?.updatedAt = now
+        }
+        if transfers[userID]?.transferredAt == nil { transfers[userID]?.transferredAt = now }
+        return users[userID] ?? user
+    }
+
+    /// Points the account at `appleUserID`, drops its Apple token (issued to the sending team) and marks its
+    /// transfer done.
+    private func moveAccount(_ userID: UserID, to appleUserID: AppleUserID, now: Date) {
+        guard let user = users[userID] else { return }
+        userByApple[user.appleUserID] = nil
+        userByApple[appleUserID] = userID
+        users[userID]?.appleUserID = appleUserID
+        users[userID]?.updatedAt = now
+        appleTokens[userID] = nil
+        if transfers[userID]?.transferredAt == nil { transfers[userID]?.transferredAt = now }
+    }
 }

@@ -14,7 +14,21 @@ extension SQLAccountStore {
     /// The update runs first and changes the row in place (`COALESCE` keeps a stored name and a stored email when the
     /// token has none), so a concurrent sign-in never blanks what another wrote. When there is no account, the insert
     /// skips a conflicting Apple user id; a sign-in that loses that race updates and returns the winner's account.
-    public func signIn(_ facts: AppleSignInFacts, now: Date) async throws(StoreError) -> SignInOutcome {
+    ///
+    /// With `session`, the session and its first refresh token are inserted in the same transaction: a sign-in is one
+    /// commit.
+    public func signIn(
+        _ facts: AppleSignInFacts,
+        startingSession session: NewSession?,
+        now: Date
+    ) async throws(StoreError) -> SignInOutcome {
+        let sessionRow = try session.map { session throws(StoreError) in
+            (
+                id: session.sessionID.description, hash: SQLValue.hex(session.refreshTokenHash),
+                issuedAt: try SQLValue.milliseconds(session.issuedAt),
+                expiresAt: try SQLValue.milliseconds(session.expiresAt)
+            )
+        }
         let now = try SQLValue.milliseconds(now)
         let appleUserID = facts.appleUserID.rawValue
         let clientID = facts.clientID.rawValue
@@ -27,8 +41,32 @@ extension SQLAccountStore {
         let givenName = facts.givenName.flatMap { $0.isEmpty ? nil : $0 }
         let familyName = facts.familyName.flatMap { $0.isEmpty ? nil : $0 }
         let newID = UserID().description
+        let transferSub = facts.transferSub?.rawValue
 
         return try await write("sign in") { database in
+            let outcome = try await findOrCreate(database)
+            if let sessionRow {
+                let userID = outcome.user.id.description
+                try await database.raw(
+                    """
+                    INSERT INTO sessions (id, user_id, created_at)
+                    VALUES (\(bind: sessionRow.id), \(bind: userID), \(bind: now))
+                    """
+                ).run()
+                try await database.raw(
+                    """
+                    INSERT INTO refresh_tokens (hash, session_id, user_id, issued_at, expires_at)
+                    VALUES (
+                        \(bind: sessionRow.hash), \(bind: sessionRow.id), \(bind: userID), \(bind: sessionRow.issuedAt),
+                        \(bind: sessionRow.expiresAt)
+                    )
+                    """
+                ).run()
+            }
+            return outcome
+        }
+
+        @Sendable func findOrCreate(_ database: any SQLDatabase) async throws -> SignInOutcome {
             @Sendable func updateExisting() async throws -> UserRecord? {
                 let row = try await database.raw(
                     """
@@ -49,6 +87,13 @@ extension SQLAccountStore {
             }
 
             if let user = try await updateExisting() { return SignInOutcome(user: user, isNewUser: false) }
+            // No account has this sub: one whose pending team transfer has the token's transfer_sub moves to it.
+            if let transferSub,
+                try await Self.moveTransferredAccount(database, transferSub: transferSub, to: appleUserID, now: now),
+                let user = try await updateExisting()
+            {
+                return SignInOutcome(user: user, isNewUser: false)
+            }
             let inserted = try await database.raw(
                 """
                 INSERT INTO users (

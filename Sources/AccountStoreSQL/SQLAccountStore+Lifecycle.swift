@@ -1,5 +1,5 @@
 public import AccountStore
-public import AppleSignIn
+import AppleSignIn
 import SQLKit
 
 #if canImport(FoundationEssentials)
@@ -179,7 +179,6 @@ extension SQLAccountStore {
         let appleUserID = event.appleUserID.rawValue
         let eventTime = try SQLValue.milliseconds(event.eventTime)
         let now = try SQLValue.milliseconds(now)
-        let revocationID = UUID()
         return try await write("apply an Apple notification") { database in
             let userID = try await database.raw("SELECT id FROM users WHERE apple_user_id = \(bind: appleUserID)")
                 .first()?.decode(column: "id", as: String.self)
@@ -411,6 +410,7 @@ extension SQLAccountStore {
         }
         try await database.raw("DELETE FROM refresh_tokens WHERE user_id = \(bind: userID)").run()
         try await database.raw("DELETE FROM apple_tokens WHERE user_id = \(bind: userID)").run()
+        try await database.raw("DELETE FROM user_transfers WHERE user_id = \(bind: userID)").run()
         switch mode {
         case .delete:
             try await database.raw("DELETE FROM sessions WHERE user_id = \(bind: userID)").run()

@@ -125,6 +125,19 @@ enum SQLSchema {
             """,
             "CREATE INDEX web_flow_states_by_expiry ON web_flow_states (expires_at)",
         ],
+        // 3: team transfer (TN3159).
+        [
+            """
+            CREATE TABLE user_transfers (
+                user_id TEXT NOT NULL PRIMARY KEY REFERENCES users (id) ON DELETE CASCADE,
+                transfer_sub TEXT NOT NULL UNIQUE,
+                target_team TEXT NOT NULL,
+                exported_at BIGINT NOT NULL,
+                transferred_at BIGINT
+            )
+            """,
+            "CREATE INDEX user_transfers_by_state ON user_transfers (transferred_at, user_id)",
+        ],
     ]
 
     /// The schema version this build of siwa writes.

@@ -3,6 +3,7 @@ public import AppleSignIn
 public import Crypto
 import HTTPTypes
 public import Hummingbird
+import HummingbirdCore
 public import Logging
 import NIOCore
 
@@ -148,6 +149,15 @@ public func buildApplication(
 
     var app = Application(
         router: router,
+        server: .http1(
+            configuration: HTTP1Channel.Configuration(
+                idleTimeout: configuration.idleTimeout.map { TimeAmount($0) },
+                httpDecoderConfiguration: .init(
+                    maxHeaderFieldSize: configuration.maximumHeaderSize,
+                    maxHeaderListSize: configuration.maximumHeaderSize
+                )
+            )
+        ),
         configuration: ApplicationConfiguration(address: .hostname(host, port: port), serverName: "siwa"),
         logger: logger
     )

@@ -32,6 +32,12 @@ public struct AuthServerConfiguration: Sendable {
     public var compatibility = CompatibilityConfiguration()
     /// The periodic purge of expired rows.
     public var housekeeping = HousekeepingConfiguration()
+    /// A connection that completes no request part for this long is closed (default 30 s; `nil`: never). Hummingbird
+    /// counts only a fully received request head or body chunk as activity, so this is also the header timeout: a
+    /// client that trickles a header byte by byte (Slowloris) is closed this long after it connected.
+    public var idleTimeout: Duration? = .seconds(30)
+    /// Largest request head (all header fields together) accepted, in bytes (default 32 KiB); more is a bare 400.
+    public var maximumHeaderSize = 32 * 1024
     /// The web sign-in and browser sessions (`/login`, cookies, return URLs).
     public var web: WebSignInConfiguration
 

@@ -7,7 +7,7 @@ import Foundation
 import Logging
 
 /// Opens the configured store (running its migrations), runs `body`, closes the store.
-private func withConfiguredStore<R>(_ body: (ServerSettings, any AccountStore) async throws -> R) async throws -> R {
+func withConfiguredStore<R>(_ body: (ServerSettings, any AccountStore) async throws -> R) async throws -> R {
     var logger = Logger(label: "siwa")
     logger.logLevel = .warning
     let settings = try ServerSettings.loadOrExit()

@@ -11,7 +11,7 @@ public struct SiwaCommand: AsyncParsableCommand {
         version: "0.1.0",
         subcommands: [
             DemoCommand.self, ServeCommand.self, EmulatorCommand.self, ClientSecretCommand.self, VerifyCommand.self,
-            DoctorCommand.self, MigrateCommand.self, KeysCommand.self, UsersCommand.self,
+            DoctorCommand.self, MigrateCommand.self, KeysCommand.self, UsersCommand.self, TransferCommand.self,
         ]
     )
 

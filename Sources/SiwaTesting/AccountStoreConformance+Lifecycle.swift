@@ -26,6 +26,7 @@ extension AccountStoreConformance {
         Check("10 concurrent consumptions of one web state succeed once", concurrentWebStateConsumptions),
         Check("purgeExpired removes only what can no longer be used", purgeRemovesExpired),
         Check("checkRefreshToken reports a token's state and changes nothing", checkRefreshTokenChangesNothing),
+        Check("signIn starts the session in the same transaction, or nothing", signInStartsTheSession),
     ]
 
     // MARK: Deletion and consent
@@ -552,5 +553,45 @@ extension AccountStoreConformance {
             try await store.checkRefreshToken(presentedHash: second.hash, now: Fixture.time(500))
                 == .revoked(sessionID: session, userID: user.id)
         )
+    }
+
+    // MARK: Sign-in with its session
+
+    static func signInStartsTheSession(_ store: any AccountStore) async throws {
+        let facts = Fixture.facts(email: "s@example.com", verified: true, isPrivate: false)
+        func newSession(hash: [UInt8] = Fixture.randomBytes(32)) -> NewSession {
+            NewSession(
+                sessionID: SessionID(),
+                refreshTokenHash: hash,
+                issuedAt: Fixture.time(0),
+                expiresAt: Fixture.time(3_600_000)
+            )
+        }
+        let first = newSession()
+        let created = try await store.signIn(facts, startingSession: first, now: Fixture.time(0))
+        #expect(created.isNewUser)
+        let found = try await store.session(refreshTokenHash: first.refreshTokenHash)
+        #expect(found?.sessionID == first.sessionID, "the new account's session is stored")
+        #expect(found?.userID == created.user.id)
+
+        let second = newSession()
+        let returning = try await store.signIn(facts, startingSession: second, now: Fixture.time(1_000))
+        #expect(!returning.isNewUser)
+        #expect(try await store.session(refreshTokenHash: second.refreshTokenHash)?.userID == created.user.id)
+        #expect(
+            try await store.checkRefreshToken(presentedHash: second.refreshTokenHash, now: Fixture.time(2_000))
+                == .current(sessionID: second.sessionID, userID: created.user.id)
+        )
+
+        // A session that cannot be stored (its token hash exists) fails the whole sign-in: no account is created.
+        let stranger = Fixture.facts()
+        await #expect(throws: StoreError.duplicate) {
+            try await store.signIn(
+                stranger,
+                startingSession: newSession(hash: first.refreshTokenHash),
+                now: Fixture.time(3_000)
+            )
+        }
+        #expect(try await store.user(appleUserID: stranger.appleUserID) == nil, "the failed sign-in left nothing")
     }
 }

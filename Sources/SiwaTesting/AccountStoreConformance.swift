@@ -80,7 +80,7 @@ public enum AccountStoreConformance {
             Check("10 concurrent consumptions of one nonce succeed once", concurrentNonceConsumptionsSucceedOnce),
             Check("a signing key retires the current one; kids are unique", signingKeysRotate),
             Check("ping succeeds", pingSucceeds),
-        ] + lifecycleChecks
+        ] + lifecycleChecks + transferChecks
 
     // MARK: Accounts
 

@@ -3,6 +3,7 @@ import AppleSignIn
 import AuthServer
 import Foundation
 import HTTPTypes
+import HummingbirdTesting
 import SiwaTesting
 import Testing
 
@@ -60,5 +61,98 @@ struct UserCacheTests {
             }
             #expect(status == .unauthorized, "a cached account of a deleted user is not served")
         }
+    }
+}
+
+/// `GET /api/me` writes the user object itself; it must be the document `JSONEncoder` would write.
+@Suite("Server: user object encoding")
+struct UserResponseEncodingTests {
+    static let dates: [Date] = [
+        Date(timeIntervalSince1970: 0), Date(timeIntervalSince1970: 951_782_400),  // 2000-02-29
+        Date(timeIntervalSince1970: 1_767_225_599.999), Date(timeIntervalSince1970: 4_107_542_400),  // 2100-03-01
+        Date(timeIntervalSince1970: 1_800_000_000.5), Date(timeIntervalSince1970: 253_402_300_799),  // 9999-12-31
+    ]
+
+    @Test(arguments: dates)
+    func sameDocumentAsJSONEncoder(date: Date) throws {
+        let user = UserRecord(
+            id: UserID(),
+            appleUserID: AppleUserID("001.x.1"),
+            clientID: ClientID("com.example.app"),
+            email: "a\"b\\c\u{1}@example.com",
+            emailVerified: true,
+            isPrivateEmail: false,
+            emailForwarding: false,
+            givenName: "Zoë\n",
+            familyName: nil,
+            createdAt: date,
+            updatedAt: date
+        )
+        let response = UserResponse(user)
+        let encoder = JSONEncoder()
+        encoder.dateEncodingStrategy = .iso8601
+        let expected = try JSONSerialization.jsonObject(with: encoder.encode(response)) as? NSDictionary
+        let written = try JSONSerialization.jsonObject(with: Data(response.jsonBytes)) as? NSDictionary
+        #expect(written == expected)
+        #expect(written?["familyName"] == nil, "absent values are left out, as JSONEncoder does")
+    }
+}
+
+@Suite("Server: bearer header parsing")
+struct BearerHeaderTests {
+    @Test func schemeIsCaseInsensitiveAndBlanksAreIgnored() async throws {
+        try await ServerHarness.run { harness in
+            let access = try #require(try await harness.signIn("bearer@example.com").json.string("accessToken"))
+            for header in ["Bearer \(access)", "bearer \(access)", "BEARER   \(access)\t ", "BeArEr \(access)"] {
+                let answer = try await harness.server.execute(
+                    uri: "/api/me",
+                    method: .get,
+                    headers: [.authorization: header],
+                    body: nil
+                )
+                #expect(answer.status == .ok, "\(header.prefix(10))")
+            }
+            for header in ["Bearer", "Bearer    ", "Basic \(access)", "Bearer\(access)", "Bearerx \(access)"] {
+                let answer = try await harness.server.execute(
+                    uri: "/api/me",
+                    method: .get,
+                    headers: [.authorization: header],
+                    body: nil
+                )
+                #expect(answer.status == .unauthorized, "\(header.prefix(10))")
+            }
+        }
+    }
+}
+
+@Suite("Server: session answer encoding")
+struct SessionResponseEncodingTests {
+    @Test(arguments: [true, false])
+    func sameDocumentAsJSONEncoder(withUser: Bool) throws {
+        let user = UserRecord(
+            id: UserID(),
+            appleUserID: AppleUserID("001.y.1"),
+            clientID: ClientID("com.example.app"),
+            email: nil,
+            emailVerified: false,
+            isPrivateEmail: false,
+            givenName: "Ann",
+            familyName: "O\"Neil",
+            createdAt: Date(timeIntervalSince1970: 1_800_000_000),
+            updatedAt: Date(timeIntervalSince1970: 1_800_000_000)
+        )
+        let response = SessionResponse(
+            accessToken: "a.b.c",
+            expiresIn: 900,
+            refreshToken: "r-_1",
+            isNewUser: withUser ? true : nil,
+            user: withUser ? UserResponse(user) : nil
+        )
+        let encoder = JSONEncoder()
+        encoder.dateEncodingStrategy = .iso8601
+        let expected = try JSONSerialization.jsonObject(with: encoder.encode(response)) as? NSDictionary
+        let written = try JSONSerialization.jsonObject(with: Data(response.jsonBytes)) as? NSDictionary
+        #expect(written == expected)
+        #expect(written?["tokenType"] as? String == "Bearer")
     }
 }

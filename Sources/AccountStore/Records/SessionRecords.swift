@@ -24,6 +24,23 @@ public struct RefreshTokenRecord: Sendable, Hashable {
     }
 }
 
+/// A session to start together with a sign-in (``AccountStore/signIn(_:startingSession:now:)``): its first refresh
+/// token, stored as a hash, belongs to whichever account the sign-in finds or creates.
+public struct NewSession: Sendable, Hashable {
+    public var sessionID: SessionID
+    /// SHA-256 of the first refresh token.
+    public var refreshTokenHash: [UInt8]
+    public var issuedAt: Date
+    public var expiresAt: Date
+
+    public init(sessionID: SessionID, refreshTokenHash: [UInt8], issuedAt: Date, expiresAt: Date) {
+        self.sessionID = sessionID
+        self.refreshTokenHash = refreshTokenHash
+        self.issuedAt = issuedAt
+        self.expiresAt = expiresAt
+    }
+}
+
 /// The outcome of presenting a refresh token.
 public enum RotationOutcome: Sendable, Hashable {
     /// The token was current: it is now used up and `next` is the session's current token.

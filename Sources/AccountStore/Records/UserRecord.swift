@@ -66,6 +66,9 @@ public struct AppleSignInFacts: Sendable, Hashable {
     /// From the app (native) or the `user` field (web), first sign-in only.
     public var givenName: String?
     public var familyName: String?
+    /// The token's `transfer_sub` (for 60 days after a team transfer): when no account has `appleUserID`, the account
+    /// whose pending transfer has this `transfer_sub` is moved to `appleUserID`.
+    public var transferSub: AppleUserID?
 
     public init(
         appleUserID: AppleUserID,
@@ -74,7 +77,8 @@ public struct AppleSignInFacts: Sendable, Hashable {
         emailVerified: Bool? = nil,
         isPrivateEmail: Bool? = nil,
         givenName: String? = nil,
-        familyName: String? = nil
+        familyName: String? = nil,
+        transferSub: AppleUserID? = nil
     ) {
         self.appleUserID = appleUserID
         self.clientID = clientID
@@ -83,6 +87,7 @@ public struct AppleSignInFacts: Sendable, Hashable {
         self.isPrivateEmail = isPrivateEmail
         self.givenName = givenName
         self.familyName = familyName
+        self.transferSub = transferSub
     }
 }
 

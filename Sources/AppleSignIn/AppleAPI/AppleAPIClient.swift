@@ -9,10 +9,12 @@ public import Logging
 public struct AppleAPIClient: Sendable {
     public let configuration: AppleSignInConfiguration
     public let verifier: IdentityTokenVerifier
-    private let transport: any HTTPTransport
-    private let clientSecrets: ClientSecretFactory
-    private let retryPolicy: RetryPolicy
-    private let logger: Logger
+    let transport: any HTTPTransport
+    let clientSecrets: ClientSecretFactory
+    let retryPolicy: RetryPolicy
+    let logger: Logger
+    /// Team-transfer access tokens, shared by the copies of this client (`AppleAPIClient+Migration.swift`).
+    let migrationTokens = MigrationAccessTokenCache()
 
     /// - Parameters:
     ///   - configuration: client ids and Apple's base URL.

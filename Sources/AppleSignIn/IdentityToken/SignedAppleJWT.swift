@@ -158,7 +158,10 @@ struct SignedAppleJWT {
         guard let exp = claims["exp"]?.doubleValue, exp.isFinite else { throw .malformed("claim 'exp' is missing") }
         let nowSeconds = now.timeIntervalSince1970
         guard nowSeconds <= exp + leeway else {
-            throw AppleSignInError(.expired, "token expired \(Int(nowSeconds - exp)) s ago (leeway \(Int(leeway)) s)")
+            throw AppleSignInError(
+                .expired,
+                "token expired \(wholeSeconds(nowSeconds - exp)) s ago (leeway \(wholeSeconds(leeway)) s)"
+            )
         }
         return Date(timeIntervalSince1970: exp)
     }
@@ -170,10 +173,16 @@ struct SignedAppleJWT {
         guard iat <= nowSeconds + leeway else {
             throw AppleSignInError(
                 .issuedInFuture,
-                "token issued \(Int(iat - nowSeconds)) s in the future (leeway \(Int(leeway)) s); check the server clock"
+                "token issued \(wholeSeconds(iat - nowSeconds)) s in the future (leeway \(wholeSeconds(leeway)) s); "
+                    + "check the server clock"
             )
         }
         return Date(timeIntervalSince1970: iat)
+    }
+
+    /// Whole seconds for a message, clamped: a claim of `1e300` is a finite `Double` that `Int(_:)` would trap on.
+    static func wholeSeconds(_ interval: TimeInterval) -> Int {
+        Int(max(-1e15, min(1e15, interval)))
     }
 
     /// `aud` is a string, or (as JWT allows) an array of strings; one of them must be an allowed client id.

@@ -95,11 +95,11 @@ extension IdentityTokenVerifier {
         }
         record("expiry") { () throws(AppleSignInError) in
             let expiresAt = try SignedAppleJWT.checkExpiry(claims, now: now, leeway: configuration.clockLeeway)
-            return "expires \(Int(expiresAt.timeIntervalSince(now))) s from now"
+            return "expires \(SignedAppleJWT.wholeSeconds(expiresAt.timeIntervalSince(now))) s from now"
         }
         record("issued-at") { () throws(AppleSignInError) in
             let issuedAt = try SignedAppleJWT.checkIssuedAt(claims, now: now, leeway: configuration.clockLeeway)
-            return "issued \(Int(now.timeIntervalSince(issuedAt))) s ago"
+            return "issued \(SignedAppleJWT.wholeSeconds(now.timeIntervalSince(issuedAt))) s ago"
         }
         let isNotification = claims["events"] != nil
         if isNotification {

@@ -51,16 +51,22 @@ package enum FormURLEncoding {
     }
 
     private static func percentDecode(_ bytes: ArraySlice<UInt8>) -> String? {
+        percentDecode(bytes, plusIsSpace: true).flatMap { String(validating: $0, as: UTF8.self) }
+    }
+
+    /// Decodes `%XX` escapes (and, in forms, `+` as a space); `nil` for a `%` not followed by two hex digits.
+    static func percentDecode(_ bytes: some Collection<UInt8>, plusIsSpace: Bool) -> [UInt8]? {
+        let bytes = Array(bytes)
         var out: [UInt8] = []
         out.reserveCapacity(bytes.count)
-        var index = bytes.startIndex
-        while index < bytes.endIndex {
+        var index = 0
+        while index < bytes.count {
             let byte = bytes[index]
-            if byte == UInt8(ascii: "+") {
+            if plusIsSpace, byte == UInt8(ascii: "+") {
                 out.append(UInt8(ascii: " "))
                 index += 1
             } else if byte == UInt8(ascii: "%") {
-                guard index + 2 < bytes.endIndex,
+                guard index + 2 < bytes.count,
                     let high = hexValue(bytes[index + 1]), let low = hexValue(bytes[index + 2])
                 else { return nil }
                 out.append(high << 4 | low)
@@ -70,7 +76,7 @@ package enum FormURLEncoding {
                 index += 1
             }
         }
-        return String(validating: out, as: UTF8.self)
+        return out
     }
 
     private static func hexValue(_ byte: UInt8) -> UInt8? {

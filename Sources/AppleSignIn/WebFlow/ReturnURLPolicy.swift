@@ -217,31 +217,7 @@ public struct ReturnURLPolicy: Sendable, Hashable {
     }
 
     private static func percentDecodeLeniently(_ text: String) -> String? {
-        var out: [UInt8] = []
-        let bytes = Array(text.utf8)
-        var index = 0
-        while index < bytes.count {
-            if bytes[index] == UInt8(ascii: "%") {
-                guard index + 2 < bytes.count, let high = hexValue(bytes[index + 1]),
-                    let low = hexValue(bytes[index + 2])
-                else { return nil }
-                out.append(high << 4 | low)
-                index += 3
-            } else {
-                out.append(bytes[index])
-                index += 1
-            }
-        }
-        return String(decoding: out, as: UTF8.self)
-    }
-
-    private static func hexValue(_ byte: UInt8) -> UInt8? {
-        switch byte {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): return byte - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): return byte - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): return byte - UInt8(ascii: "A") + 10
-        default: return nil
-        }
+        FormURLEncoding.percentDecode(text.utf8, plusIsSpace: false).map { String(decoding: $0, as: UTF8.self) }
     }
 
     /// A Java package name: at least two dot-separated segments of letters, digits and `_`, each starting with a

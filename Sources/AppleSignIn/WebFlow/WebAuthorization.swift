@@ -43,8 +43,13 @@ public enum WebAuthorization {
 
     /// A random value for `state` or `nonce`: 256 bits from the system's CSPRNG, base64url.
     public static func randomToken(byteCount: Int = 32) -> String {
+        // Eight bytes per call of the system generator (one `getrandom` each), not one.
         var generator = SystemRandomNumberGenerator()
-        let bytes = (0..<byteCount).map { _ in UInt8.random(in: .min ... .max, using: &generator) }
-        return Base64URL.encode(bytes)
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(byteCount + 7)
+        while bytes.count < byteCount {
+            withUnsafeBytes(of: generator.next() as UInt64) { bytes.append(contentsOf: $0) }
+        }
+        return Base64URL.encode(bytes.prefix(byteCount))
     }
 }

@@ -157,12 +157,16 @@ struct SessionController: Sendable {
         return Response(status: .noContent)
     }
 
-    @Sendable func me(_ request: Request, context: SiwaRequestContext) async throws -> UserResponse {
+    @Sendable func me(_ request: Request, context: SiwaRequestContext) async throws -> Response {
         let claims = try authenticateRequest(request).claims
-        guard let user = try await users.user(id: claims.userID, store: store) else {
+        guard let entry = try await users.entry(id: claims.userID, store: store) else {
             throw AuthServerError.unauthorized("unknown_user", "the account no longer exists")
         }
-        return UserResponse(user)
+        return Response(
+            status: .ok,
+            headers: [.contentType: "application/json; charset=utf-8"],
+            body: .init(byteBuffer: entry.json)
+        )
     }
 
     /// Checks an access token with no database read: signature and claims (cached), then the revocation list.
@@ -173,10 +177,11 @@ struct SessionController: Sendable {
                 "the access token is malformed, expired or not signed by this server"
             )
         }
-        guard !revocations.contains(claims.sessionID) else {
+        switch revocations.status(of: claims.sessionID, userID: claims.userID) {
+        case .active: break
+        case .sessionRevoked:
             throw AuthServerError.unauthorized("session_revoked", "the session of this access token has ended")
-        }
-        guard !revocations.containsDeletedUser(claims.userID) else {
+        case .accountDeleted:
             throw AuthServerError.unauthorized("account_deleted", "the account of this access token was deleted")
         }
         return claims

@@ -75,6 +75,10 @@ public struct SignInService: Sendable {
             requiredAudience: requiredAudience,
             consumesServerNonce: flow != .web
         )
+        // The account and the session's first refresh token are one store transaction.
+        let refreshToken = RefreshTokens.generate()
+        let now = clock.now
+        let sessionID = SessionID()
         let outcome = try await store.signIn(
             AppleSignInFacts(
                 appleUserID: token.sub,
@@ -87,10 +91,18 @@ public struct SignInService: Sendable {
                 },
                 familyName: familyName.map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }.flatMap {
                     $0.isEmpty ? nil : $0
-                }
+                },
+                transferSub: token.transferSub
             ),
-            now: clock.now
+            startingSession: NewSession(
+                sessionID: sessionID,
+                refreshTokenHash: RefreshTokens.hash(refreshToken),
+                issuedAt: now,
+                expiresAt: now.addingTimeInterval(configuration.refreshTokenLifetime)
+            ),
+            now: now
         )
+        let access = try issuer.issue(userID: outcome.user.id, sessionID: sessionID)
         if let authorizationCode, !authorizationCode.isEmpty, let apple {
             await keepAppleRefreshToken(
                 code: authorizationCode,
@@ -100,7 +112,6 @@ public struct SignInService: Sendable {
                 apple: apple
             )
         }
-        let session = try await startSession(for: outcome.user.id)
         metrics?.signIn(flow: flow, isNewUser: outcome.isNewUser)
         userCache?.update(outcome.user)
         logger.info(
@@ -110,9 +121,9 @@ public struct SignInService: Sendable {
         return SignedIn(
             user: outcome.user,
             isNewUser: outcome.isNewUser,
-            accessToken: session.accessToken,
-            expiresIn: session.expiresIn,
-            refreshToken: session.refreshToken
+            accessToken: access.token,
+            expiresIn: access.expiresIn,
+            refreshToken: refreshToken
         )
     }
 
@@ -177,25 +188,6 @@ public struct SignInService: Sendable {
         }
     }
 
-    /// A new session: its first refresh token in the store and an access token.
-    func startSession(for userID: UserID) async throws -> (accessToken: String, expiresIn: Int, refreshToken: String) {
-        let refreshToken = RefreshTokens.generate()
-        let now = clock.now
-        let sessionID = SessionID()
-        try await store.createSession(
-            firstToken: RefreshTokenRecord(
-                hash: RefreshTokens.hash(refreshToken),
-                sessionID: sessionID,
-                userID: userID,
-                issuedAt: now,
-                expiresAt: now.addingTimeInterval(configuration.refreshTokenLifetime)
-            ),
-            now: now
-        )
-        let access = try issuer.issue(userID: userID, sessionID: sessionID)
-        return (access.token, access.expiresIn, refreshToken)
-    }
-
     /// The token's nonce must be an unconsumed server nonce, raw or as SHA-256 hex; it is consumed.
     private func consumeServerNonce(of token: IdentityToken) async throws {
         guard let nonce = token.nonce else {
@@ -242,6 +234,15 @@ public struct SignInService: Sendable {
 
     /// A refused identity token: 401 naming the failed check; Apple unreachable: 503.
     static func httpError(_ error: AppleSignInError) -> AuthServerError {
+        httpError(error) { check, reason in AuthServerError.unauthorized("identity_token_\(check)", reason) }
+    }
+
+    /// Apple unreachable: 503; siwa's own settings wrong: 500; otherwise `refused` with the failed check in
+    /// snake_case and the reason.
+    static func httpError(
+        _ error: AppleSignInError,
+        refused: (_ check: String, _ reason: String) -> AuthServerError
+    ) -> AuthServerError {
         switch error.code.category {
         case .appleUnavailable:
             return AuthServerError(.serviceUnavailable, "apple_unavailable", error.reason)
@@ -252,7 +253,7 @@ public struct SignInService: Sendable {
                 "the server's Sign in with Apple settings are wrong"
             )
         default:
-            return AuthServerError.unauthorized("identity_token_\(snakeCase(error.code.description))", error.reason)
+            return refused(snakeCase(error.code.description), error.reason)
         }
     }
 

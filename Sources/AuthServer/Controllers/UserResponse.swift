@@ -1,5 +1,7 @@
 public import AccountStore
+import AppleSignIn
 public import Hummingbird
+public import NIOCore
 
 #if canImport(FoundationEssentials)
 public import FoundationEssentials
@@ -33,12 +35,113 @@ public struct UserResponse: ResponseCodable, Equatable {
     }
 }
 
+extension UserResponse {
+    /// The object as JSON, written directly (the same document `JSONEncoder` with ISO 8601 dates writes, without its
+    /// cost): `GET /api/me` answers these bytes, kept with the account in the user cache.
+    public var jsonBytes: [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(256)
+        out.append(UInt8(ascii: "{"))
+        func key(_ name: String) {
+            if out.count > 1 { out.append(UInt8(ascii: ",")) }
+            JSONWriter.appendString(name, to: &out)
+            out.append(UInt8(ascii: ":"))
+        }
+        func string(_ name: String, _ value: String?) {
+            guard let value else { return }
+            key(name)
+            JSONWriter.appendString(value, to: &out)
+        }
+        func bool(_ name: String, _ value: Bool) {
+            key(name)
+            out.append(contentsOf: (value ? "true" : "false").utf8)
+        }
+        string("id", id)
+        string("email", email)
+        bool("emailVerified", emailVerified)
+        bool("isPrivateEmail", isPrivateEmail)
+        bool("emailForwarding", emailForwarding)
+        string("givenName", givenName)
+        string("familyName", familyName)
+        string("displayName", displayName)
+        string("createdAt", Self.iso8601(createdAt))
+        out.append(UInt8(ascii: "}"))
+        return out
+    }
+
+    /// `2026-11-21T23:39:59Z`, as `JSONEncoder.DateEncodingStrategy.iso8601` writes it (whole seconds, UTC).
+    static func iso8601(_ date: Date) -> String {
+        let seconds = Int64(date.timeIntervalSince1970.rounded(.down))
+        let days = seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400
+        let secondOfDay = seconds - days * 86_400
+        // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+        let shifted = days + 719_468
+        let era = (shifted >= 0 ? shifted : shifted - 146_096) / 146_097
+        let dayOfEra = shifted - era * 146_097
+        let yearOfEra = (dayOfEra - dayOfEra / 1_460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
+        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
+        let monthIndex = (5 * dayOfYear + 2) / 153
+        let day = dayOfYear - (153 * monthIndex + 2) / 5 + 1
+        let month = monthIndex < 10 ? monthIndex + 3 : monthIndex - 9
+        let year = yearOfEra + era * 400 + (month <= 2 ? 1 : 0)
+        func two(_ value: Int64) -> String { value < 10 ? "0\(value)" : "\(value)" }
+        let yearText = year < 1000 ? String(repeating: "0", count: 4 - String(year).count) + String(year) : String(year)
+        return "\(yearText)-\(two(month))-\(two(day))T\(two(secondOfDay / 3_600)):"
+            + "\(two(secondOfDay % 3_600 / 60)):\(two(secondOfDay % 60))Z"
+    }
+}
+
 /// The answer of a sign-in or a refresh.
-public struct SessionResponse: ResponseCodable {
+public struct SessionResponse: ResponseGenerator, Encodable {
     public var accessToken: String
     public var tokenType = "Bearer"
     public var expiresIn: Int
     public var refreshToken: String
     public var isNewUser: Bool?
     public var user: UserResponse?
+
+    public init(
+        accessToken: String,
+        expiresIn: Int,
+        refreshToken: String,
+        isNewUser: Bool? = nil,
+        user: UserResponse? = nil
+    ) {
+        self.accessToken = accessToken
+        self.expiresIn = expiresIn
+        self.refreshToken = refreshToken
+        self.isNewUser = isNewUser
+        self.user = user
+    }
+}
+
+extension SessionResponse {
+    /// Written directly (the document `JSONEncoder` writes, without its cost on every sign-in and refresh).
+    public var jsonBytes: [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(768)
+        out.append(contentsOf: #"{"accessToken":"#.utf8)
+        JSONWriter.appendString(accessToken, to: &out)
+        out.append(contentsOf: #","tokenType":"#.utf8)
+        JSONWriter.appendString(tokenType, to: &out)
+        out.append(contentsOf: #","expiresIn":"#.utf8)
+        out.append(contentsOf: String(expiresIn).utf8)
+        out.append(contentsOf: #","refreshToken":"#.utf8)
+        JSONWriter.appendString(refreshToken, to: &out)
+        if let isNewUser { out.append(contentsOf: (isNewUser ? #","isNewUser":true"# : #","isNewUser":false"#).utf8) }
+        if let user {
+            out.append(contentsOf: #","user":"#.utf8)
+            out.append(contentsOf: user.jsonBytes)
+        }
+        out.append(UInt8(ascii: "}"))
+        return out
+    }
+
+    public func response(from request: Request, context: some RequestContext) throws -> Response {
+        Response(
+            status: .ok,
+            headers: [.contentType: "application/json; charset=utf-8", .cacheControl: "no-store"],
+            body: .init(byteBuffer: ByteBuffer(bytes: jsonBytes))
+        )
+    }
 }

@@ -131,21 +131,7 @@ struct AccountLifecycleController: Sendable {
     /// A refused notification: 400 naming the check (so Apple does not retry a forgery); 503 when Apple's keys
     /// cannot be fetched (Apple retries later).
     static func httpError(_ error: AppleSignInError) -> AuthServerError {
-        switch error.code.category {
-        case .appleUnavailable:
-            return AuthServerError(.serviceUnavailable, "apple_unavailable", error.reason)
-        case .configuration:
-            return AuthServerError(
-                .internalServerError,
-                "server_misconfigured",
-                "the server's Sign in with Apple settings are wrong"
-            )
-        default:
-            return AuthServerError.badRequest(
-                "notification_\(SignInService.snakeCase(error.code.description))",
-                error.reason
-            )
-        }
+        SignInService.httpError(error) { check, reason in AuthServerError.badRequest("notification_\(check)", reason) }
     }
 }
 

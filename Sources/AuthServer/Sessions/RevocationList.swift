@@ -26,6 +26,22 @@ public final class RevocationList: Sendable {
         self.retention = retention
     }
 
+    /// What the list knows of an access token's session and account.
+    public enum Status: Sendable, Equatable {
+        case active
+        case sessionRevoked
+        case accountDeleted
+    }
+
+    /// The session's and the account's state, under one lock (the per-request check).
+    public func status(of sessionID: SessionID, userID: UserID) -> Status {
+        state.withLock { state in
+            if state.revoked[sessionID] != nil { return .sessionRevoked }
+            if state.deletedUsers[userID] != nil { return .accountDeleted }
+            return .active
+        }
+    }
+
     public func contains(_ sessionID: SessionID) -> Bool {
         state.withLock { $0.revoked[sessionID] != nil }
     }

@@ -1,4 +1,5 @@
 public import AccountStore
+public import NIOCore
 import Synchronization
 
 #if canImport(FoundationEssentials)
@@ -11,8 +12,19 @@ public import Foundation
 /// applied at once; changes made by other instances arrive with the next refresh from the store (every few seconds),
 /// which drops every account changed since the last one.
 public final class UserCache: Sendable {
+    /// An account with its `user` object already encoded.
+    public struct Entry: Sendable {
+        public let user: UserRecord
+        public let json: ByteBuffer
+
+        init(_ user: UserRecord) {
+            self.user = user
+            self.json = ByteBuffer(bytes: UserResponse(user).jsonBytes)
+        }
+    }
+
     private struct State {
-        var users: [UserID: UserRecord] = [:]
+        var users: [UserID: Entry] = [:]
         /// Bumped by every invalidation, so that a read that raced one does not put back what it removed.
         var generation: UInt64 = 0
         var lastRefresh: Date?
@@ -28,15 +40,21 @@ public final class UserCache: Sendable {
 
     /// The account, from memory or else from `store` (and then kept).
     public func user(id: UserID, store: any AccountStore) async throws -> UserRecord? {
+        try await entry(id: id, store: store)?.user
+    }
+
+    /// The account and its encoded `user` object, from memory or else from `store` (and then kept).
+    public func entry(id: UserID, store: any AccountStore) async throws -> Entry? {
         let (cached, generation) = state.withLock { ($0.users[id], $0.generation) }
         if let cached { return cached }
         guard let user = try await store.user(id: id) else { return nil }
+        let entry = Entry(user)
         state.withLock { state in
             guard state.generation == generation else { return }
             if state.users.count >= capacity { state.users.removeAll(keepingCapacity: true) }
-            state.users[id] = user
+            state.users[id] = entry
         }
-        return user
+        return entry
     }
 
     /// Keeps an account this instance just wrote.
@@ -44,7 +62,7 @@ public final class UserCache: Sendable {
         state.withLock { state in
             state.generation &+= 1
             if state.users.count >= capacity { state.users.removeAll(keepingCapacity: true) }
-            state.users[user.id] = user
+            state.users[user.id] = Entry(user)
         }
     }
 

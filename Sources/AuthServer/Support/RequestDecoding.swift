@@ -37,11 +37,27 @@ extension Request {
         codingPath.map { $0.intValue.map { "[\($0)]" } ?? $0.stringValue }.joined(separator: ".")
     }
 
-    /// The bearer token of the `Authorization` header.
+    /// The bearer token of the `Authorization` header (scheme case-insensitive, surrounding blanks ignored).
+    ///
+    /// Byte-level on purpose: Foundation's `trimmingCharacters` walked the token's UTF-16 view and was a third of the
+    /// CPU time of `GET /api/me` under load.
     var bearerToken: String? {
         guard let value = headers[.authorization] else { return nil }
-        let prefix = "bearer "
-        guard value.count > prefix.count, value.prefix(prefix.count).lowercased() == prefix else { return nil }
-        return String(value.dropFirst(prefix.count)).trimmingCharacters(in: .whitespaces)
+        let bytes = value.utf8
+        let scheme = "bearer ".utf8
+        guard bytes.count > scheme.count else { return nil }
+        var index = bytes.startIndex
+        for expected in scheme {
+            let byte = bytes[index]
+            // ASCII letters lower-cased by setting bit 5; the space compares as itself.
+            guard (byte >= 0x41 && byte <= 0x5A ? byte | 0x20 : byte) == expected else { return nil }
+            index = bytes.index(after: index)
+        }
+        var end = bytes.endIndex
+        func isBlank(_ byte: UInt8) -> Bool { byte == 0x20 || byte == 0x09 }
+        while index < end, isBlank(bytes[index]) { index = bytes.index(after: index) }
+        while end > index, isBlank(bytes[bytes.index(before: end)]) { end = bytes.index(before: end) }
+        guard index < end else { return nil }
+        return String(Substring(value.utf8[index..<end]))
     }
 }

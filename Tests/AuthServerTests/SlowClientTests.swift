@@ -1,0 +1,93 @@
+import AuthServer
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import Testing
+
+/// Slowloris: clients that open connections and send a request head slowly or never finish it neither block other
+/// clients nor hold their connection past the idle timeout.
+@Suite("Server: slow clients")
+struct SlowClientTests {
+    /// A request head cut off in the middle of a header field.
+    static let halfHead = "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: "
+
+    static func configuration(idleTimeout: Duration?) -> AuthServerConfiguration {
+        var configuration = AuthServerConfiguration(authRateLimit: nil, storeRefreshInterval: .milliseconds(200))
+        configuration.idleTimeout = idleTimeout
+        return configuration
+    }
+
+    @Test func idleTimeoutIsOnByDefault() {
+        #expect(AuthServerConfiguration().idleTimeout == .seconds(30))
+    }
+
+    @Test func stalledConnectionsDoNotBlockOtherClients() async throws {
+        try await ServerHarness.run(configuration: Self.configuration(idleTimeout: .seconds(30))) { harness in
+            let port = try Self.port(harness)
+            let stalled = try (0..<100).map { _ in try RawSocketConnection(port: port) }
+            for connection in stalled { #expect(connection.send(Self.halfHead)) }
+
+            let start = ContinuousClock.now
+            let fresh = try RawSocketConnection(port: port)
+            fresh.send("GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+            let answer = try await fresh.readResponse(timeout: .seconds(10))
+            #expect(answer?.status == 200)
+            let response = try await harness.server.execute(uri: "/healthz", method: .get, headers: [:], body: nil)
+            #expect(response.status == .ok)
+            // Far below the 30 s the stalled connections may hold on (generous: the test machine runs other tests).
+            #expect(ContinuousClock.now - start < .seconds(10), "a normal client waited behind 100 stalled ones")
+            // The stalled connections are still open (a 30 s timeout): they were not simply dropped.
+            #expect(try await stalled[0].readUntilClosed(timeout: .milliseconds(100)).closedByServer == false)
+        }
+    }
+
+    @Test func stalledConnectionIsClosedAfterTheIdleTimeout() async throws {
+        try await ServerHarness.run(configuration: Self.configuration(idleTimeout: .seconds(1))) { harness in
+            let connection = try RawSocketConnection(port: try Self.port(harness))
+            let start = ContinuousClock.now
+            connection.send(Self.halfHead)
+            let answer = try await connection.readUntilClosed(timeout: .seconds(12))
+            let elapsed = ContinuousClock.now - start
+            #expect(answer.closedByServer, "a half-sent head kept its connection for 5 s")
+            #expect(elapsed >= .milliseconds(800) && elapsed < .seconds(10), "closed after \(elapsed)")
+        }
+    }
+
+    /// Bytes that trickle in without ever completing the head do not count as activity: the idle timeout is also the
+    /// header timeout.
+    @Test func tricklingHeadIsClosedAfterTheIdleTimeout() async throws {
+        try await ServerHarness.run(configuration: Self.configuration(idleTimeout: .seconds(1))) { harness in
+            let connection = try RawSocketConnection(port: try Self.port(harness))
+            let start = ContinuousClock.now
+            connection.send(Self.halfHead)
+            var closed = false
+            while !closed, ContinuousClock.now - start < .seconds(12) {
+                // A refused send means the server has closed too.
+                guard connection.send("x") else {
+                    closed = true
+                    break
+                }
+                closed = try await connection.readUntilClosed(timeout: .milliseconds(100)).closedByServer
+            }
+            let elapsed = ContinuousClock.now - start
+            #expect(closed, "a head trickled byte by byte kept its connection for 12 s")
+            #expect(elapsed < .seconds(10), "closed after \(elapsed)")
+        }
+    }
+
+    @Test func idleKeepAliveConnectionIsClosedAfterTheTimeout() async throws {
+        try await ServerHarness.run(configuration: Self.configuration(idleTimeout: .seconds(1))) { harness in
+            let connection = try RawSocketConnection(port: try Self.port(harness))
+            connection.send("GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+            #expect(try await connection.readResponse(timeout: .seconds(10))?.status == 200)
+            let start = ContinuousClock.now
+            let answer = try await connection.readUntilClosed(timeout: .seconds(12))
+            #expect(answer.closedByServer)
+            #expect(ContinuousClock.now - start < .seconds(10))
+        }
+    }
+
+    private static func port(_ harness: ServerHarness) throws -> Int {
+        try #require(Int(harness.serverURL.split(separator: ":").last ?? ""))
+    }
+}
