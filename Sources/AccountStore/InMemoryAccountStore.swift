@@ -66,6 +66,13 @@ public actor InMemoryAccountStore: AccountStore {
         {
             moveAccount(transfer.userID, to: facts.appleUserID, now: now)
         }
+        if userByApple[facts.appleUserID] == nil, let email = facts.linkableEmail,
+            let match = creationOrder.lazy.compactMap({ self.users[$0] }).first(where: { user in
+                user.emailVerified && !user.isPrivateEmail && user.email?.lowercased() == email.lowercased()
+            })
+        {
+            moveAccount(match.id, to: facts.appleUserID, now: now)
+        }
         if let id = userByApple[facts.appleUserID], var user = users[id] {
             if let email = facts.email {
                 user.email = email

@@ -42,6 +42,42 @@ extension SQLAccountStore {
         let familyName = facts.familyName.flatMap { $0.isEmpty ? nil : $0 }
         let newID = UserID().description
         let transferSub = facts.transferSub?.rawValue
+        let linkEmail = facts.linkableEmail
+
+        // PostgreSQL, a returning user with a session: one statement (the update and both inserts as data-modifying
+        // CTEs, atomic on their own) instead of five round trips. No row: not a returning user; the transaction
+        // below handles every other case.
+        if connections.flavor == .postgres, let sessionRow {
+            let returning = try await read("sign in") { database in
+                try await database.raw(
+                    """
+                    WITH u AS (
+                        UPDATE users SET
+                            client_id = \(bind: clientID),
+                            email = COALESCE(\(bind: email), email),
+                            email_verified = COALESCE(\(bind: newEmailVerified), email_verified),
+                            is_private_email = COALESCE(\(bind: newIsPrivateEmail), is_private_email),
+                            given_name = COALESCE(given_name, \(bind: givenName)),
+                            family_name = COALESCE(family_name, \(bind: familyName)),
+                            updated_at = \(bind: now),
+                            apple_consent_revoked_at = NULL
+                        WHERE apple_user_id = \(bind: appleUserID)
+                        RETURNING \(unsafeRaw: SQLRecords.userColumns)
+                    ), s AS (
+                        INSERT INTO sessions (id, user_id, created_at)
+                        SELECT \(bind: sessionRow.id), id, \(bind: now) FROM u
+                    ), t AS (
+                        INSERT INTO refresh_tokens (hash, session_id, user_id, issued_at, expires_at)
+                        SELECT \(bind: sessionRow.hash), \(bind: sessionRow.id), id, \(bind: sessionRow.issuedAt),
+                            \(bind: sessionRow.expiresAt)
+                        FROM u
+                    )
+                    SELECT \(unsafeRaw: SQLRecords.userColumns) FROM u
+                    """
+                ).first().map(SQLRecords.user)
+            }
+            if let returning { return SignInOutcome(user: returning, isNewUser: false) }
+        }
 
         return try await write("sign in") { database in
             let outcome = try await findOrCreate(database)
@@ -94,6 +130,13 @@ extension SQLAccountStore {
             {
                 return SignInOutcome(user: user, isNewUser: false)
             }
+            // Linking by email (when asked): the oldest account with the same verified, non-relay email moves here.
+            if let linkEmail,
+                try await Self.linkAccountByEmail(database, email: linkEmail, to: appleUserID, now: now),
+                let user = try await updateExisting()
+            {
+                return SignInOutcome(user: user, isNewUser: false)
+            }
             let inserted = try await database.raw(
                 """
                 INSERT INTO users (
@@ -115,6 +158,30 @@ extension SQLAccountStore {
             }
             return SignInOutcome(user: user, isNewUser: false)
         }
+    }
+
+    /// Moves the oldest account with `email` (verified, not a relay address; case ignored) to `appleUserID`; its Apple
+    /// token belonged to the other Apple ID and goes. Returns whether one moved.
+    static func linkAccountByEmail(
+        _ database: any SQLDatabase,
+        email: String,
+        to appleUserID: String,
+        now: Int64
+    ) async throws -> Bool {
+        let moved = try await database.raw(
+            """
+            UPDATE users SET apple_user_id = \(bind: appleUserID), updated_at = \(bind: now)
+            WHERE id = (
+                SELECT id FROM users
+                WHERE lower(email) = lower(\(bind: email)) AND email_verified = 1 AND is_private_email = 0
+                ORDER BY created_at, id LIMIT 1
+            ) AND apple_user_id <> \(bind: appleUserID)
+            RETURNING id
+            """
+        ).first()?.decode(column: "id", as: String.self)
+        guard let moved else { return false }
+        try await database.raw("DELETE FROM apple_tokens WHERE user_id = \(bind: moved)").run()
+        return true
     }
 
     public func user(id: UserID) async throws(StoreError) -> UserRecord? {

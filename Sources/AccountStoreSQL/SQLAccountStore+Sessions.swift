@@ -48,6 +48,36 @@ extension SQLAccountStore {
         let issuedAt = try SQLValue.milliseconds(next.issuedAt)
         let expiresAt = try SQLValue.milliseconds(next.expiresAt)
         let now = try SQLValue.milliseconds(now)
+        // PostgreSQL: the claim and the successor's insert as one statement (one round trip, atomic on its own). No
+        // row: the token was not current; the transaction below finds out why.
+        if connections.flavor == .postgres {
+            let rotated = try await read("rotate a refresh token") { database in
+                try await database.raw(
+                    """
+                    WITH claimed AS (
+                        UPDATE refresh_tokens SET used_at = \(bind: now)
+                        WHERE hash = \(bind: presented) AND used_at IS NULL AND expires_at > \(bind: now)
+                            AND EXISTS (
+                                SELECT 1 FROM sessions
+                                WHERE sessions.id = refresh_tokens.session_id AND sessions.revoked_at IS NULL
+                            )
+                        RETURNING session_id, user_id
+                    )
+                    INSERT INTO refresh_tokens (hash, session_id, user_id, issued_at, expires_at)
+                    SELECT \(bind: nextHash), session_id, user_id, \(bind: issuedAt), \(bind: expiresAt) FROM claimed
+                    RETURNING session_id, user_id
+                    """
+                ).first().map { row in
+                    (
+                        try row.decode(column: "session_id", as: String.self),
+                        try row.decode(column: "user_id", as: String.self)
+                    )
+                }
+            }
+            if let (sessionID, userID) = rotated {
+                return .rotated(sessionID: try SQLValue.sessionID(sessionID), userID: try SQLValue.userID(userID))
+            }
+        }
         return try await write("rotate a refresh token") { database in
             let claimed = try await database.raw(
                 """

@@ -30,6 +30,9 @@ public struct AuthServerConfiguration: Sendable {
     public var lifecycle = AccountLifecycleConfiguration()
     /// The tutorials' client contracts served next to siwa's own API (all off by default).
     public var compatibility = CompatibilityConfiguration()
+    /// Link a new Apple ID to an existing account with the same email (off by default): only when the token's email
+    /// is verified and not a relay address, and so is the account's.
+    public var linkAccountsByEmail = false
     /// The periodic purge of expired rows.
     public var housekeeping = HousekeepingConfiguration()
     /// A connection that completes no request part for this long is closed (default 30 s; `nil`: never). Hummingbird

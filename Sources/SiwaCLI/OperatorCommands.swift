@@ -33,12 +33,18 @@ struct MigrateCommand: AsyncParsableCommand {
             """
     )
 
+    @Flag(help: "Print JSON.")
+    var json = false
+
     func run() async throws {
         try await withConfiguredStore { settings, store in
             try await store.ping()
-            print(
-                "database is at the current schema (\(settings.databaseURL == nil ? settings.databasePath : "PostgreSQL"))"
-            )
+            let database = settings.databaseURL == nil ? settings.databasePath : "PostgreSQL"
+            if json {
+                print(try UsersCommand.json(["database": database, "schema": "current"]))
+            } else {
+                print("database is at the current schema (\(database))")
+            }
         }
     }
 }
@@ -50,6 +56,11 @@ struct KeysCommand: AsyncParsableCommand {
         abstract: "Manage the keys that sign siwa's access tokens.",
         subcommands: [Rotate.self]
     )
+
+    struct KeysAnswer: Encodable {
+        var currentKey: String?
+        var storedKeys: Int
+    }
 
     struct Rotate: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
@@ -63,6 +74,9 @@ struct KeysCommand: AsyncParsableCommand {
                 """
         )
 
+        @Flag(help: "Print JSON.")
+        var json = false
+
         func run() async throws {
             try await withConfiguredStore { settings, store in
                 let issuer = try await AccessTokenIssuer(
@@ -73,7 +87,11 @@ struct KeysCommand: AsyncParsableCommand {
                 )
                 try await issuer.rotate()
                 let keys = try await store.signingKeys()
-                print("current key: \(keys.last?.kid ?? "none") (\(keys.count) key(s) stored)")
+                if json {
+                    print(try UsersCommand.json(KeysAnswer(currentKey: keys.last?.kid, storedKeys: keys.count)))
+                } else {
+                    print("current key: \(keys.last?.kid ?? "none") (\(keys.count) key(s) stored)")
+                }
             }
         }
     }
@@ -125,6 +143,9 @@ struct UsersCommand: AsyncParsableCommand {
 
         @Argument(help: "A siwa user id or an Apple sub.")
         var id: String
+
+        @Flag(help: "Print JSON (the default output is JSON already; accepted for symmetry).")
+        var json = false
 
         func run() async throws {
             try await withConfiguredStore { _, store in

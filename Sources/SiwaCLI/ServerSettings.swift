@@ -78,6 +78,11 @@ struct ServerSettings {
             let burst = try number("SIWA_RATE_BURST", 1...1_000_000) ?? max(1, rate * 2)
             server.authRateLimit = rate == 0 ? nil : .init(requestsPerSecond: rate, burst: burst)
         }
+        if let seconds = try number("SIWA_IDLE_TIMEOUT", 0...3600) {
+            server.idleTimeout = seconds == 0 ? nil : .milliseconds(Int64(seconds * 1000))
+        }
+        if let bytes = try number("SIWA_MAX_HEADER_SIZE", 4096...1_048_576) { server.maximumHeaderSize = Int(bytes) }
+        if let link = try flag("SIWA_LINK_ACCOUNTS_BY_EMAIL") { server.linkAccountsByEmail = link }
         if let mode = value("SIWA_ACCOUNT_DELETION_MODE") {
             guard let parsed = AccountDeletionMode(rawValue: mode.lowercased()) else {
                 throw Problem(

@@ -27,6 +27,7 @@ extension AccountStoreConformance {
         Check("purgeExpired removes only what can no longer be used", purgeRemovesExpired),
         Check("checkRefreshToken reports a token's state and changes nothing", checkRefreshTokenChangesNothing),
         Check("signIn starts the session in the same transaction, or nothing", signInStartsTheSession),
+        Check("signIn links by email only when asked, verified and not a relay", signInLinksByEmail),
     ]
 
     // MARK: Deletion and consent
@@ -593,5 +594,47 @@ extension AccountStoreConformance {
             )
         }
         #expect(try await store.user(appleUserID: stranger.appleUserID) == nil, "the failed sign-in left nothing")
+    }
+
+    // MARK: Linking by email
+
+    static func signInLinksByEmail(_ store: any AccountStore) async throws {
+        let original = try await store.signIn(
+            Fixture.facts(email: "Link@Example.com", verified: true, isPrivate: false, given: "Lin"),
+            now: Fixture.time(0)
+        ).user
+        try await store.saveAppleToken(Fixture.appleToken(original.id))
+
+        // Not asked: a new Apple ID with the same email is a new account.
+        let unasked = try await store.signIn(
+            Fixture.facts(email: "link@example.com", verified: true, isPrivate: false),
+            now: Fixture.time(100)
+        )
+        #expect(unasked.isNewUser, "linking is off unless asked")
+
+        // Asked, but unverified or a relay address: no link.
+        for (verified, isPrivate, email) in [
+            (false, false, "link@example.com"), (true, true, "link@example.com"),
+            (true, false, "abc@privaterelay.appleid.com"),
+        ] {
+            var facts = Fixture.facts(email: email, verified: verified, isPrivate: isPrivate)
+            facts.linkByEmail = true
+            let outcome = try await store.signIn(facts, now: Fixture.time(200))
+            #expect(outcome.isNewUser, "no link for verified \(verified), private \(isPrivate)")
+        }
+
+        // Asked, verified and shared: the oldest matching account moves to the new Apple ID.
+        var linking = Fixture.facts(email: "LINK@example.com", verified: true, isPrivate: false)
+        linking.linkByEmail = true
+        let linked = try await store.signIn(linking, now: Fixture.time(300))
+        #expect(!linked.isNewUser)
+        #expect(linked.user.id == original.id, "the oldest account with the email")
+        #expect(linked.user.appleUserID == linking.appleUserID)
+        #expect(linked.user.givenName == "Lin", "the account keeps its data")
+        #expect(
+            try await store.user(appleUserID: original.appleUserID) == nil,
+            "the old Apple ID no longer signs in here"
+        )
+        #expect(try await store.appleToken(userID: original.id) == nil, "the old Apple ID's token is dropped")
     }
 }

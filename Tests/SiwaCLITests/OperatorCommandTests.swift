@@ -40,6 +40,13 @@ struct OperatorCommandTests {
         #expect(first.stdout.contains("(2 key(s) stored)"))  // the first key, then the rotated one
         let second = try await SiwaProcess.run(["keys", "rotate"], environment: environment)
         #expect(second.stdout.contains("(3 key(s) stored)"))
+        let third = try await SiwaProcess.run(["keys", "rotate", "--json"], environment: environment)
+        let answer = try JSONSerialization.jsonObject(with: Data(third.stdout.utf8)) as? [String: Any]
+        #expect(answer?["storedKeys"] as? Int == 4)
+        #expect((answer?["currentKey"] as? String)?.isEmpty == false)
+        let migrate = try await SiwaProcess.run(["migrate", "--json"], environment: environment)
+        let migrated = try JSONSerialization.jsonObject(with: Data(migrate.stdout.utf8)) as? [String: String]
+        #expect(migrated?["schema"] == "current")
     }
 
     @Test func usersListAndShow() async throws {

@@ -69,6 +69,10 @@ public struct AppleSignInFacts: Sendable, Hashable {
     /// The token's `transfer_sub` (for 60 days after a team transfer): when no account has `appleUserID`, the account
     /// whose pending transfer has this `transfer_sub` is moved to `appleUserID`.
     public var transferSub: AppleUserID?
+    /// Link to an existing account by email (off by default): when no account has `appleUserID`, the oldest account
+    /// whose verified, non-relay email equals this token's verified, non-relay email (ignoring case) is moved to
+    /// `appleUserID`. Never for a relay address or an unverified email, on either side.
+    public var linkByEmail: Bool
 
     public init(
         appleUserID: AppleUserID,
@@ -78,7 +82,8 @@ public struct AppleSignInFacts: Sendable, Hashable {
         isPrivateEmail: Bool? = nil,
         givenName: String? = nil,
         familyName: String? = nil,
-        transferSub: AppleUserID? = nil
+        transferSub: AppleUserID? = nil,
+        linkByEmail: Bool = false
     ) {
         self.appleUserID = appleUserID
         self.clientID = clientID
@@ -88,6 +93,15 @@ public struct AppleSignInFacts: Sendable, Hashable {
         self.givenName = givenName
         self.familyName = familyName
         self.transferSub = transferSub
+        self.linkByEmail = linkByEmail
+    }
+
+    /// The email to link by, when linking applies to this sign-in.
+    public var linkableEmail: String? {
+        guard linkByEmail, let email, !email.isEmpty, emailVerified == true, isPrivateEmail != true,
+            !PrivateRelayEmail.isPrivateRelay(email: email, claim: nil)
+        else { return nil }
+        return email
     }
 }
 

@@ -92,7 +92,8 @@ public struct SignInService: Sendable {
                 familyName: familyName.map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }.flatMap {
                     $0.isEmpty ? nil : $0
                 },
-                transferSub: token.transferSub
+                transferSub: token.transferSub,
+                linkByEmail: configuration.linkAccountsByEmail
             ),
             startingSession: NewSession(
                 sessionID: sessionID,
