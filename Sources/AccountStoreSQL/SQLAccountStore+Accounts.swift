@@ -43,6 +43,20 @@ extension SQLAccountStore {
         let newID = UserID().description
         let transferSub = facts.transferSub?.rawValue
         let linkEmail = facts.linkableEmail
+        // The returning user's update: email only together with its flags, a stored name never replaced or blanked.
+        let updateAccount: SQLQueryString = """
+            UPDATE users SET
+                client_id = \(bind: clientID),
+                email = COALESCE(\(bind: email), email),
+                email_verified = COALESCE(\(bind: newEmailVerified), email_verified),
+                is_private_email = COALESCE(\(bind: newIsPrivateEmail), is_private_email),
+                given_name = COALESCE(given_name, \(bind: givenName)),
+                family_name = COALESCE(family_name, \(bind: familyName)),
+                updated_at = \(bind: now),
+                apple_consent_revoked_at = NULL
+            WHERE apple_user_id = \(bind: appleUserID)
+            RETURNING \(unsafeRaw: SQLRecords.userColumns)
+            """
 
         // PostgreSQL, a returning user with a session: one statement (the update and both inserts as data-modifying
         // CTEs, atomic on their own) instead of five round trips. No row: not a returning user; the transaction
@@ -51,19 +65,7 @@ extension SQLAccountStore {
             let returning = try await read("sign in") { database in
                 try await database.raw(
                     """
-                    WITH u AS (
-                        UPDATE users SET
-                            client_id = \(bind: clientID),
-                            email = COALESCE(\(bind: email), email),
-                            email_verified = COALESCE(\(bind: newEmailVerified), email_verified),
-                            is_private_email = COALESCE(\(bind: newIsPrivateEmail), is_private_email),
-                            given_name = COALESCE(given_name, \(bind: givenName)),
-                            family_name = COALESCE(family_name, \(bind: familyName)),
-                            updated_at = \(bind: now),
-                            apple_consent_revoked_at = NULL
-                        WHERE apple_user_id = \(bind: appleUserID)
-                        RETURNING \(unsafeRaw: SQLRecords.userColumns)
-                    ), s AS (
+                    WITH u AS (\(updateAccount)), s AS (
                         INSERT INTO sessions (id, user_id, created_at)
                         SELECT \(bind: sessionRow.id), id, \(bind: now) FROM u
                     ), t AS (
@@ -104,21 +106,7 @@ extension SQLAccountStore {
 
         @Sendable func findOrCreate(_ database: any SQLDatabase) async throws -> SignInOutcome {
             @Sendable func updateExisting() async throws -> UserRecord? {
-                let row = try await database.raw(
-                    """
-                    UPDATE users SET
-                        client_id = \(bind: clientID),
-                        email = COALESCE(\(bind: email), email),
-                        email_verified = COALESCE(\(bind: newEmailVerified), email_verified),
-                        is_private_email = COALESCE(\(bind: newIsPrivateEmail), is_private_email),
-                        given_name = COALESCE(given_name, \(bind: givenName)),
-                        family_name = COALESCE(family_name, \(bind: familyName)),
-                        updated_at = \(bind: now),
-                        apple_consent_revoked_at = NULL
-                    WHERE apple_user_id = \(bind: appleUserID)
-                    RETURNING \(unsafeRaw: SQLRecords.userColumns)
-                    """
-                ).first()
+                let row = try await database.raw(updateAccount).first()
                 return try row.map(SQLRecords.user)
             }
 

@@ -242,31 +242,7 @@ extension UsersCommand {
                 userID = try await store.user(appleUserID: AppleUserID(id))?.id
             }
             guard let userID else { return nil }
-            let apple = settings.apple.credentials.map { credentials in
-                AppleAPIClient(
-                    configuration: settings.apple,
-                    transport: transport,
-                    verifier: IdentityTokenVerifier(
-                        configuration: settings.apple,
-                        keys: AppleKeyCache(
-                            source: AppleKeysEndpoint(
-                                baseURL: settings.apple.appleBaseURL,
-                                transport: transport,
-                                logger: logger
-                            ),
-                            clock: clock,
-                            logger: logger
-                        ),
-                        clock: clock
-                    ),
-                    clientSecrets: ClientSecretFactory(
-                        credentials: credentials,
-                        lifetime: settings.apple.clientSecretLifetime,
-                        clock: clock
-                    ),
-                    logger: logger
-                )
-            }
+            let apple = settings.makeAppleClient(transport: transport, clock: clock, logger: logger)
             let service = AccountDeletionService(
                 configuration: settings.server.lifecycle,
                 store: store,

@@ -4,6 +4,7 @@ import ArgumentParser
 import AuthServer
 import Crypto
 import Foundation
+import Logging
 
 /// Everything `siwa serve` reads from the environment (`SIWA_*`), validated at start: a bad value stops start-up
 /// with a message naming the variable.
@@ -309,6 +310,42 @@ struct ServerSettings {
         case "servicesID": return "SERVICES_ID"
         case "appleBaseURL": return "APPLE_BASE_URL"
         default: return "BUNDLE_IDS"
+        }
+    }
+}
+
+extension ServerSettings {
+    /// The team's Apple client (code exchange, validation, revocation, team transfer) for the operator commands;
+    /// `nil` without credentials.
+    func makeAppleClient(
+        transport: any HTTPTransport,
+        clock: any WallClock = SystemWallClock(),
+        logger: Logger
+    ) -> AppleAPIClient? {
+        apple.credentials.map { credentials in
+            AppleAPIClient(
+                configuration: apple,
+                transport: transport,
+                verifier: IdentityTokenVerifier(
+                    configuration: apple,
+                    keys: AppleKeyCache(
+                        source: AppleKeysEndpoint(
+                            baseURL: apple.appleBaseURL,
+                            transport: transport,
+                            logger: logger
+                        ),
+                        clock: clock,
+                        logger: logger
+                    ),
+                    clock: clock
+                ),
+                clientSecrets: ClientSecretFactory(
+                    credentials: credentials,
+                    lifetime: apple.clientSecretLifetime,
+                    clock: clock
+                ),
+                logger: logger
+            )
         }
     }
 }

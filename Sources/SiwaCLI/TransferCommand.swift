@@ -121,7 +121,7 @@ struct TransferCommand: AsyncParsableCommand {
             logger.logLevel = .error
             let transport = AsyncHTTPClientTransport()
             guard let credentials = settings.apple.credentials,
-                let apple = makeAppleClient(settings: settings, transport: transport, logger: logger)
+                let apple = settings.makeAppleClient(transport: transport, logger: logger)
             else {
                 Terminal.error(
                     "error: SIWA_TEAM_ID, SIWA_KEY_ID and SIWA_PRIVATE_KEY_FILE are needed: Apple's migration endpoint "
@@ -178,37 +178,4 @@ struct TransferCommand: AsyncParsableCommand {
         }
     }
 
-    /// The team's Apple client, as `siwa serve` builds it; `nil` without credentials.
-    static func makeAppleClient(
-        settings: ServerSettings,
-        transport: any HTTPTransport,
-        clock: any WallClock = SystemWallClock(),
-        logger: Logger
-    ) -> AppleAPIClient? {
-        settings.apple.credentials.map { credentials in
-            AppleAPIClient(
-                configuration: settings.apple,
-                transport: transport,
-                verifier: IdentityTokenVerifier(
-                    configuration: settings.apple,
-                    keys: AppleKeyCache(
-                        source: AppleKeysEndpoint(
-                            baseURL: settings.apple.appleBaseURL,
-                            transport: transport,
-                            logger: logger
-                        ),
-                        clock: clock,
-                        logger: logger
-                    ),
-                    clock: clock
-                ),
-                clientSecrets: ClientSecretFactory(
-                    credentials: credentials,
-                    lifetime: settings.apple.clientSecretLifetime,
-                    clock: clock
-                ),
-                logger: logger
-            )
-        }
-    }
 }
