@@ -1,0 +1,118 @@
+#!/usr/bin/env bash
+# Scale-out run (issue 10): three siwa serve instances on one PostgreSQL.
+#   1. Throughput: returning-user native sign-ins with wrk for DURATION seconds against one instance, then against
+#      three at once (one wrk each), same run.
+#   2. Correctness: USERS distinct first sign-ins spread round-robin over the three instances (a Python driver, each
+#      token sent exactly once), then the accounts and sessions counted in the database.
+#   3. Refresh tokens raced: each of RACE_TOKENS refresh tokens presented to two instances at the same moment.
+# Loopback only; phase 1 is bounded by DURATION, phases 2 and 3 by their token counts.
+#
+#   Benchmarks/load/scale-out.sh                     # 10,000 users
+#   USERS=2000 DURATION=5 SIWA_BINARY=/tmp/siwa Benchmarks/load/scale-out.sh
+#
+# Checks, printed as PASS or FAIL (exit 1 on any FAIL): every sign-in answered 200, exactly USERS accounts and USERS
+# sessions, no refresh token accepted twice, each raced token accepted exactly once, no 5xx anywhere.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+ROOT=$(pwd)
+USERS=${USERS:-10000}
+RACE_TOKENS=${RACE_TOKENS:-2000}
+CONNECTIONS=${CONNECTIONS:-24}
+DURATION=${DURATION:-8}
+WORKERS=${WORKERS:-16}
+EMULATOR_PORT=${EMULATOR_PORT:-19290}
+BASE_PORT=${BASE_PORT:-18280}
+
+if [ -z "${SIWA_TEST_POSTGRES_URL:-}" ]; then
+  exec "$ROOT/scripts/with-postgres" "$0" "$@"
+fi
+command -v wrk >/dev/null || { apt-get update >/dev/null && apt-get install -y wrk >/dev/null; }
+if [ -n "${SIWA_BINARY:-}" ]; then
+  SIWA="$SIWA_BINARY"
+else
+  swift build -c release --product siwa >/dev/null
+  SIWA="$ROOT/.build/release/siwa"
+fi
+WORK=$(mktemp -d)
+echo "work folder: $WORK"
+PIDS=()
+cleanup() { for pid in "${PIDS[@]:-}"; do kill "$pid" 2>/dev/null || true; done; wait 2>/dev/null || true; [ -n "${KEEP_WORK:-}" ] || rm -rf "$WORK"; }
+trap cleanup EXIT
+FAILED=0
+check() { if [ "$2" = true ]; then echo "PASS  $1"; else echo "FAIL  $1"; FAILED=1; fi; }
+wait_for() { for _ in $(seq 1 200); do curl -sf "$1" >/dev/null && return 0; sleep 0.1; done; echo "not up: $1" >&2; return 1; }
+database_url() { echo "$SIWA_TEST_POSTGRES_URL" | sed "s#/siwa_test?#/$1?#"; }
+sql() { psql "$(database_url "$1" | sed 's/?sslmode=disable//')" -tAc "$2"; }
+
+(cd "$WORK" && exec "$SIWA" emulator --port "$EMULATOR_PORT" >"$WORK/emulator.log" 2>&1) &
+PIDS+=($!)
+wait_for "http://127.0.0.1:$EMULATOR_PORT/auth/keys"
+DATA_KEY=$(head -c 32 /dev/urandom | base64)
+
+# Starts instance N (1-based) on database $1; prints nothing, records the pid.
+start_instance() {
+  local database=$1 index=$2
+  (cd "$WORK" && exec env SIWA_APPLE_BASE_URL="http://127.0.0.1:$EMULATOR_PORT" SIWA_TEAM_ID=DEMOTEAM01 \
+    SIWA_KEY_ID=DEMOKEY001 SIWA_PRIVATE_KEY_FILE="$WORK/siwa-emulator/AuthKey_DEMOKEY001.p8" \
+    SIWA_BUNDLE_IDS=com.example.siwa.demo SIWA_PORT=$((BASE_PORT + index)) SIWA_RATE_LIMIT=0 \
+    SIWA_DATA_KEY="$DATA_KEY" SIWA_DATABASE_URL="$(database_url "$database")" \
+    "$SIWA" serve >"$WORK/server-$database-$index.log" 2>&1) &
+  PIDS+=($!)
+  echo $! >"$WORK/pid-$database-$index"
+}
+
+# Runs returning-user sign-ins with identity token file $2 against instance $3 in the background, into $WORK/wrk-$1.
+sign_in_load() {
+  SIWA_IDENTITY_TOKEN_FILE="$2" wrk -t2 -c"$CONNECTIONS" -d"${DURATION}s" --latency -s Benchmarks/load/native.lua \
+    "http://127.0.0.1:$((BASE_PORT + $3))/auth/apple/native" >"$WORK/wrk-$1" 2>&1 &
+  LOADS+=($!)
+}
+LOADS=()
+wait_loads() { for pid in "${LOADS[@]}"; do wait "$pid"; done; LOADS=(); }
+rate() { awk '/Requests\/sec/ {print $2}' "$WORK/wrk-$1"; }
+non2xx() { awk '/Non-2xx/ {print $5}' "$WORK/wrk-$1"; }
+p99() { awk '$1 == "99%" {print $2}' "$WORK/wrk-$1"; }
+
+sql siwa_test "CREATE DATABASE three" >/dev/null
+for index in 1 2 3; do start_instance three "$index"; done
+for index in 1 2 3; do wait_for "http://127.0.0.1:$((BASE_PORT + index))/healthz"; done
+
+echo "== throughput: returning-user native sign-ins, $DURATION s, one instance then three"
+python3 Benchmarks/load/tokens.py "$EMULATOR_PORT" 1 returning com.example.siwa.demo >"$WORK/token-returning"
+sign_in_load one "$WORK/token-returning" 1
+wait_loads
+echo "one instance:    $(rate one) sign-ins/s, p99 $(p99 one)"
+check "one instance: every answer 2xx" "$([ -z "$(non2xx one)" ] && echo true || echo false)"
+for index in 1 2 3; do sign_in_load "three$index" "$WORK/token-returning" "$index"; done
+wait_loads
+total=0
+for index in 1 2 3; do
+  echo "instance $index:      $(rate "three$index") sign-ins/s, p99 $(p99 "three$index")"
+  total=$(awk -v a="$total" -v b="$(rate "three$index")" 'BEGIN { printf "%.0f", a + b }')
+  check "instance $index: every answer 2xx" "$([ -z "$(non2xx "three$index")" ] && echo true || echo false)"
+done
+echo "three instances: $total sign-ins/s together (one instance: $(rate one))"
+
+echo "== $USERS distinct first sign-ins over the three instances"
+python3 Benchmarks/load/tokens.py "$EMULATOR_PORT" "$USERS" scale com.example.siwa.demo >"$WORK/tokens-all"
+if python3 Benchmarks/load/sign_in_many.py "$WORK/tokens-all" "$WORK/refresh-all" "$WORKERS" \
+  $((BASE_PORT + 1)) $((BASE_PORT + 2)) $((BASE_PORT + 3)) >"$WORK/sign-in.json"; then signed=true; else signed=false; fi
+cat "$WORK/sign-in.json"
+check "every distinct sign-in answered 200" "$signed"
+accounts=$(sql three "SELECT count(*) FROM users")
+check "exactly $USERS accounts besides the returning user's (found $((accounts - 1)))" \
+  "$([ "$accounts" = "$((USERS + 1))" ] && echo true || echo false)"
+sessions=$(sql three "SELECT count(*) FROM sessions s JOIN users u ON u.id = s.user_id WHERE u.email LIKE 'scale%'")
+check "one session per distinct sign-in (found $sessions)" "$([ "$sessions" = "$USERS" ] && echo true || echo false)"
+
+echo "== refresh tokens raced across instances 1 and 2: $RACE_TOKENS tokens, each presented to both at once"
+head -n "$RACE_TOKENS" "$WORK/refresh-all" >"$WORK/race-tokens"
+if python3 Benchmarks/load/refresh_race.py "$WORK/race-tokens" $((BASE_PORT + 1)) $((BASE_PORT + 2)) >"$WORK/race.json"; then
+  raced=true
+else
+  raced=false
+fi
+cat "$WORK/race.json"
+check "no refresh token accepted twice, no 5xx" "$raced"
+check "every raced token accepted exactly once" "$(python3 -c "import json; r=json.load(open('$WORK/race.json')); print('true' if r['tokensWithOneSuccess'] == r['tokens'] else 'false')")"
+exit $FAILED
