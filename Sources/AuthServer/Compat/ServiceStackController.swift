@@ -151,10 +151,9 @@ struct ServiceStackController: Sendable {
         var response = try Self.json(
             answer(
                 user: signedIn.user,
-                sessionID: nil,
+                sessionID: signedIn.sessionID.description,
                 bearerToken: signedIn.accessToken,
                 refreshToken: signedIn.refreshToken,
-                sessionFromToken: signedIn.accessToken
             )
         )
         if compatibility.serviceStackTokenCookies || body.bool("useTokenCookie") {
@@ -178,7 +177,6 @@ struct ServiceStackController: Sendable {
                 sessionID: claims.sessionID.description,
                 bearerToken: token,
                 refreshToken: nil,
-                sessionFromToken: nil
             )
         )
     }
@@ -265,19 +263,14 @@ struct ServiceStackController: Sendable {
 
     private func answer(
         user: UserRecord,
-        sessionID: String?,
+        sessionID: String,
         bearerToken: String?,
-        refreshToken: String?,
-        sessionFromToken: String?
-    ) throws -> AuthenticateResponse {
-        var session = sessionID
-        if session == nil, let sessionFromToken {
-            session = try? sessions.authenticate(sessionFromToken).sessionID.description
-        }
+        refreshToken: String?
+    ) -> AuthenticateResponse {
         let name = [user.givenName, user.familyName].compactMap { $0 }.joined(separator: " ")
         return AuthenticateResponse(
             userId: user.id.description,
-            sessionId: session ?? "",
+            sessionId: sessionID,
             userName: user.email ?? user.id.description,
             displayName: name.isEmpty ? (user.email ?? "") : name,
             bearerToken: bearerToken,

@@ -49,6 +49,8 @@ public struct SignInService: Sendable {
     public struct SignedIn: Sendable {
         public var user: UserRecord
         public var isNewUser: Bool
+        /// The session the sign-in started.
+        public var sessionID: SessionID
         public var accessToken: String
         public var expiresIn: Int
         public var refreshToken: String
@@ -122,6 +124,7 @@ public struct SignInService: Sendable {
         return SignedIn(
             user: outcome.user,
             isNewUser: outcome.isNewUser,
+            sessionID: sessionID,
             accessToken: access.token,
             expiresIn: access.expiresIn,
             refreshToken: refreshToken

@@ -281,7 +281,7 @@ struct WebController: Sendable {
             clearCookies = true
         }
         if let claims {
-            page.user = try await store.user(id: claims.userID)
+            page.user = try await sessions.users.user(id: claims.userID, store: store)
             if page.user == nil { clearCookies = true }
         }
         var response = page.page.response()
