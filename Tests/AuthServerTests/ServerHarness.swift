@@ -10,6 +10,7 @@ import Hummingbird
 import HummingbirdTesting
 import NIOCore
 import SiwaTesting
+import Synchronization
 import Testing
 
 #if canImport(Glibc)
@@ -233,9 +234,14 @@ struct ServerHarness: Sendable {
 /// A port of 127.0.0.1 that nothing listens on right now. Chosen below Linux's ephemeral range (32768 and up), where
 /// the kernel never hands out ports on its own, so that another test's outgoing connection cannot take it before the
 /// server binds; a bind attempt checks that no listener has it.
+/// Ports this test process has handed out: tests run in parallel, and a port that was free when probed is not
+/// handed to a second harness before the first one binds it.
+private let handedOutPorts = Mutex<Set<Int>>([])
+
 func freeLoopbackPort() throws -> Int {
     for _ in 0..<50 {
         let port = Int.random(in: 20_000..<32_000)
+        guard handedOutPorts.withLock({ $0.insert(port).inserted }) else { continue }
         let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard descriptor >= 0 else { throw PortError() }
         defer { close(descriptor) }

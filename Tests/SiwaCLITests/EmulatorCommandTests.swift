@@ -13,7 +13,7 @@ struct EmulatorCommandTests {
             "siwa-emu-cli-\(UUID().uuidString)"
         )
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        let port = Int.random(in: 20_000...40_000)
+        let port = Int.random(in: 10_000...19_999)  // below the harnesses' ports and the ephemeral range
         let process = Process()
         process.executableURL = SiwaProcess.executable
         process.arguments = ["emulator", "--port", String(port)]

@@ -52,7 +52,7 @@ struct UsersDeleteCommandTests {
     }
 
     @Test func theAppleTokenIsRevokedAtAppleOrQueued() async throws {
-        let port = Int.random(in: 20_000...40_000)
+        let port = Int.random(in: 10_000...19_999)  // below the harnesses' ports and the ephemeral range
         let emulator = Process()
         emulator.executableURL = SiwaProcess.executable
         emulator.arguments = ["emulator", "--port", String(port)]
