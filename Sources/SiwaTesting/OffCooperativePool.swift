@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// Runs blocking work (waiting for a subprocess, reading its pipes) on a thread of its own and awaits the result, so
 /// that it does not hold one of the few threads of Swift's cooperative pool (two on a 2-core machine): blocking them
@@ -14,4 +14,15 @@ public func offCooperativePool<T: Sendable>(_ body: @escaping @Sendable () throw
         }
         thread.start()
     }
+}
+
+/// Serialises `Process.run()` across the test process: Foundation on Linux crashed (in `memcpy` inside `run()`) when
+/// two tests started subprocesses at the same moment.
+private let processLaunch = NSLock()
+
+/// Starts `process`, one launch at a time in this test process.
+public func launchSerially(_ process: Process) throws {
+    processLaunch.lock()
+    defer { processLaunch.unlock() }
+    try process.run()
 }

@@ -2,6 +2,7 @@ import AppleSignIn
 import AppleSignInAsyncHTTPClient
 import Foundation
 import HTTPTypes
+import SiwaTesting
 import Testing
 
 #if canImport(Glibc)
@@ -34,7 +35,7 @@ final class WebDriverSession: Sendable {
         process.arguments = ["--port=\(port)", "--allowed-ips=127.0.0.1", "--log-path=\(log.path)"]
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
-        try process.run()
+        try launchSerially(process)
         let authority = "127.0.0.1:\(port)"
         do {
             try await waitUntilReady(authority)

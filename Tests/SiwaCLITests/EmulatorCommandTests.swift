@@ -1,4 +1,5 @@
 import Foundation
+import SiwaTesting
 import Testing
 
 #if canImport(FoundationNetworking)
@@ -21,7 +22,7 @@ struct EmulatorCommandTests {
         let output = Pipe()
         process.standardOutput = output
         process.standardError = output
-        try process.run()
+        try launchSerially(process)
         defer { if process.isRunning { process.terminate() } }
 
         // Wait for the server, then ask it for its keys.

@@ -46,7 +46,7 @@ struct SiwaProcess {
         process.standardOutput = output
         process.standardError = errors
         process.standardInput = input
-        try process.run()
+        try launchSerially(process)
         if let stdin { input.fileHandleForWriting.write(Data(stdin.utf8)) }
         try input.fileHandleForWriting.close()
         let out = output.fileHandleForReading.readDataToEndOfFile()

@@ -4,6 +4,7 @@ import AppleSignIn
 import Crypto
 import Foundation
 import Logging
+import SiwaTesting
 import Testing
 
 #if canImport(FoundationNetworking)
@@ -71,7 +72,7 @@ struct TransferCommandTests {
         emulator.currentDirectoryURL = directory
         emulator.standardOutput = FileHandle.nullDevice
         emulator.standardError = FileHandle.nullDevice
-        try emulator.run()
+        try launchSerially(emulator)
         defer {
             if emulator.isRunning {
                 emulator.interrupt()

@@ -4,6 +4,7 @@ import AppleSignIn
 import Crypto
 import Foundation
 import Logging
+import SiwaTesting
 import Testing
 
 #if canImport(FoundationNetworking)
@@ -59,7 +60,7 @@ struct UsersDeleteCommandTests {
         emulator.currentDirectoryURL = directory
         emulator.standardOutput = FileHandle.nullDevice
         emulator.standardError = FileHandle.nullDevice
-        try emulator.run()
+        try launchSerially(emulator)
         defer {
             if emulator.isRunning {
                 emulator.interrupt()
