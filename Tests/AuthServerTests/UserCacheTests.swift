@@ -156,3 +156,26 @@ struct SessionResponseEncodingTests {
         #expect(written?["tokenType"] as? String == "Bearer")
     }
 }
+
+@Suite("Server: user cache without the server")
+struct UserCacheUnitTests {
+    @Test func aCachedAccountIsServedFromMemoryUntilARefreshDropsIt() async throws {
+        let store = InMemoryAccountStore()
+        let start = Date(timeIntervalSince1970: 1_800_000_000)
+        let user = try await store.signIn(
+            AppleSignInFacts(appleUserID: AppleUserID("001.cache.1"), clientID: ClientID("com.example.app")),
+            now: start
+        ).user
+        let cache = UserCache()
+        try await cache.refresh(from: store, now: start)
+        #expect(try await cache.user(id: user.id, store: store)?.id == user.id, "read from the store once")
+
+        // The store loses the account behind the cache's back: the cache still answers, so no read happened.
+        _ = try await store.deleteUser(id: user.id, mode: .delete, appleRevocationDueAt: nil, now: start)
+        #expect(try await cache.user(id: user.id, store: store)?.id == user.id, "served from memory")
+
+        // The next refresh learns of the deletion and drops the entry.
+        try await cache.refresh(from: store, now: start.addingTimeInterval(5))
+        #expect(try await cache.user(id: user.id, store: store) == nil)
+    }
+}

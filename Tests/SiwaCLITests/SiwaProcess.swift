@@ -1,6 +1,10 @@
 import Foundation
 import SiwaTesting
 
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
 /// Runs the built `siwa` executable as a subprocess, as a user would.
 struct SiwaProcess {
     struct Result: Sendable {
@@ -57,5 +61,40 @@ struct SiwaProcess {
             stdout: String(decoding: out, as: UTF8.self),
             stderr: String(decoding: err, as: UTF8.self)
         )
+    }
+
+    /// Starts `siwa emulator` in `directory` on a free port below the harnesses' ports and the ephemeral range, and
+    /// waits until it serves its keys. Stop it with ``stopEmulator(_:)``.
+    static func startEmulator(in directory: URL) async throws -> (process: Process, port: Int) {
+        let port = Int.random(in: 10_000...19_999)
+        let emulator = Process()
+        emulator.executableURL = executable
+        emulator.arguments = ["emulator", "--port", String(port)]
+        emulator.currentDirectoryURL = directory
+        emulator.standardOutput = FileHandle.nullDevice
+        emulator.standardError = FileHandle.nullDevice
+        try launchSerially(emulator)
+        for _ in 0..<100 {
+            if let (_, response) = try? await URLSession.shared.data(
+                from: URL(string: "http://127.0.0.1:\(port)/auth/keys")!
+            ), (response as? HTTPURLResponse)?.statusCode == 200 {
+                return (emulator, port)
+            }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        stopEmulator(emulator)
+        throw EmulatorNotUp(port: port)
+    }
+
+    /// Stops an emulator started by ``startEmulator(in:)`` (SIGINT: graceful).
+    static func stopEmulator(_ emulator: Process) {
+        guard emulator.isRunning else { return }
+        emulator.interrupt()
+        emulator.waitUntilExit()
+    }
+
+    struct EmulatorNotUp: Error, CustomStringConvertible {
+        let port: Int
+        var description: String { "siwa emulator did not come up on port \(port)" }
     }
 }

@@ -65,26 +65,9 @@ struct TransferCommandTests {
     }
 
     @Test func exportThenImportAgainstTheEmulator() async throws {
-        let port = Int.random(in: 10_000...19_999)  // below the harnesses' ports and the ephemeral range
-        let emulator = Process()
-        emulator.executableURL = SiwaProcess.executable
-        emulator.arguments = ["emulator", "--port", String(port)]
-        emulator.currentDirectoryURL = directory
-        emulator.standardOutput = FileHandle.nullDevice
-        emulator.standardError = FileHandle.nullDevice
-        try launchSerially(emulator)
-        defer {
-            if emulator.isRunning {
-                emulator.interrupt()
-                emulator.waitUntilExit()
-            }
-        }
-        var sub: String?
-        for _ in 0..<100 where sub == nil {
-            sub = try? await nativeSignIn(port: port, email: "mover@example.com")
-            if sub == nil { try await Task.sleep(for: .milliseconds(100)) }
-        }
-        let appleSub = try #require(sub)
+        let (emulator, port) = try await SiwaProcess.startEmulator(in: directory)
+        defer { SiwaProcess.stopEmulator(emulator) }
+        let appleSub = try #require(try await nativeSignIn(port: port, email: "mover@example.com"))
         let userID = try await withStore { store in
             try await store.signIn(
                 AppleSignInFacts(appleUserID: AppleUserID(appleSub), clientID: "com.example.siwa.demo"),

@@ -53,26 +53,8 @@ struct UsersDeleteCommandTests {
     }
 
     @Test func theAppleTokenIsRevokedAtAppleOrQueued() async throws {
-        let port = Int.random(in: 10_000...19_999)  // below the harnesses' ports and the ephemeral range
-        let emulator = Process()
-        emulator.executableURL = SiwaProcess.executable
-        emulator.arguments = ["emulator", "--port", String(port)]
-        emulator.currentDirectoryURL = directory
-        emulator.standardOutput = FileHandle.nullDevice
-        emulator.standardError = FileHandle.nullDevice
-        try launchSerially(emulator)
-        defer {
-            if emulator.isRunning {
-                emulator.interrupt()
-                emulator.waitUntilExit()
-            }
-        }
-        var up = false
-        for _ in 0..<100 where !up {
-            up = (try? await revokeCalls(port: port)) != nil
-            if !up { try await Task.sleep(for: .milliseconds(100)) }
-        }
-        try #require(up)
+        let (emulator, port) = try await SiwaProcess.startEmulator(in: directory)
+        defer { SiwaProcess.stopEmulator(emulator) }
         var apple = environment
         apple["SIWA_APPLE_BASE_URL"] = "http://127.0.0.1:\(port)"
         apple["SIWA_TEAM_ID"] = "DEMOTEAM01"

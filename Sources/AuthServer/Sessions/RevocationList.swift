@@ -42,17 +42,8 @@ public final class RevocationList: Sendable {
         }
     }
 
-    public func contains(_ sessionID: SessionID) -> Bool {
-        state.withLock { $0.revoked[sessionID] != nil }
-    }
-
     public func add(_ sessionID: SessionID, at date: Date) {
         state.withLock { $0.revoked[sessionID] = date }
-    }
-
-    /// Whether the account was deleted (or anonymised) recently enough that its access tokens may still be unexpired.
-    public func containsDeletedUser(_ userID: UserID) -> Bool {
-        state.withLock { $0.deletedUsers[userID] != nil }
     }
 
     /// Refuses every access token of a deleted (or anonymised) account.
