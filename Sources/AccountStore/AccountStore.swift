@@ -21,6 +21,8 @@ public protocol AccountStore: Sendable {
     ///
     /// An existing account takes the token's email when it carries one (and its `email_verified` and
     /// `is_private_email`); a stored name is never replaced or blanked, and a missing one is filled from `facts`.
+    /// The account is written (and its `updatedAt` moves) only when the sign-in changes it, so that a user signing in
+    /// on many devices at once does not queue on one row.
     /// Two racing first sign-ins of one Apple user create one account (the loser reads the winner's).
     ///
     /// When no account has the `sub` but `facts.transferSub` names a pending transfer, that account is moved to the

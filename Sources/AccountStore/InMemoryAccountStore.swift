@@ -74,6 +74,7 @@ public actor InMemoryAccountStore: AccountStore {
             moveAccount(match.id, to: facts.appleUserID, now: now)
         }
         if let id = userByApple[facts.appleUserID], var user = users[id] {
+            let stored = user
             if let email = facts.email {
                 user.email = email
                 user.emailVerified = facts.emailVerified ?? user.emailVerified
@@ -82,9 +83,11 @@ public actor InMemoryAccountStore: AccountStore {
             if user.givenName == nil, let given = facts.givenName, !given.isEmpty { user.givenName = given }
             if user.familyName == nil, let family = facts.familyName, !family.isEmpty { user.familyName = family }
             user.clientID = facts.clientID
-            user.updatedAt = now
             user.appleConsentRevokedAt = nil
-            users[id] = user
+            if user != stored {
+                user.updatedAt = now
+                users[id] = user
+            }
             return SignInOutcome(user: user, isNewUser: false)
         }
         let user = UserRecord(

@@ -43,41 +43,82 @@ extension SQLAccountStore {
         let newID = UserID().description
         let transferSub = facts.transferSub?.rawValue
         let linkEmail = facts.linkableEmail
-        // The returning user's update: email only together with its flags, a stored name never replaced or blanked.
-        let updateAccount: SQLQueryString = """
-            UPDATE users SET
-                client_id = \(bind: clientID),
-                email = COALESCE(\(bind: email), email),
-                email_verified = COALESCE(\(bind: newEmailVerified), email_verified),
-                is_private_email = COALESCE(\(bind: newIsPrivateEmail), is_private_email),
-                given_name = COALESCE(given_name, \(bind: givenName)),
-                family_name = COALESCE(family_name, \(bind: familyName)),
-                updated_at = \(bind: now),
-                apple_consent_revoked_at = NULL
-            WHERE apple_user_id = \(bind: appleUserID)
-            RETURNING \(unsafeRaw: SQLRecords.userColumns)
-            """
-
-        // PostgreSQL, a returning user with a session: one statement (the update and both inserts as data-modifying
-        // CTEs, atomic on their own) instead of five round trips. No row: not a returning user; the transaction
-        // below handles every other case.
-        if connections.flavor == .postgres, let sessionRow {
-            let returning = try await read("sign in") { database in
-                try await database.raw(
-                    """
-                    WITH u AS (\(updateAccount)), s AS (
-                        INSERT INTO sessions (id, user_id, created_at)
-                        SELECT \(bind: sessionRow.id), id, \(bind: now) FROM u
-                    ), t AS (
-                        INSERT INTO refresh_tokens (hash, session_id, user_id, issued_at, expires_at)
-                        SELECT \(bind: sessionRow.hash), \(bind: sessionRow.id), id, \(bind: sessionRow.issuedAt),
-                            \(bind: sessionRow.expiresAt)
-                        FROM u
-                    )
-                    SELECT \(unsafeRaw: SQLRecords.userColumns) FROM u
-                    """
-                ).first().map(SQLRecords.user)
+        let updateAccount = SQLAccountUpdate.query { value -> any Encodable & Sendable in
+            switch value {
+            case .clientID: clientID
+            case .email: email
+            case .emailVerified: newEmailVerified
+            case .isPrivateEmail: newIsPrivateEmail
+            case .givenName: givenName
+            case .familyName: familyName
+            case .now: now
+            case .appleUserID: appleUserID
             }
+        }
+
+        // PostgreSQL, a returning user with a session: one prepared statement (the update and both inserts as
+        // data-modifying CTEs, atomic on their own) instead of five round trips. No row: not a returning user; the
+        // transaction below handles every other case.
+        if connections.flavor == .postgres, let sessionRow {
+            let statement = PostgresStatements.SignInReturningUser(
+                clientID: clientID,
+                email: email,
+                emailVerified: newEmailVerified,
+                isPrivateEmail: newIsPrivateEmail,
+                givenName: givenName,
+                familyName: familyName,
+                now: now,
+                appleUserID: appleUserID,
+                sessionID: sessionRow.id,
+                refreshTokenHash: sessionRow.hash,
+                issuedAt: sessionRow.issuedAt,
+                expiresAt: sessionRow.expiresAt
+            )
+            do {
+                let row = try await postgres("sign in") { connection, logger in
+                    try await connection.lastRow(of: statement, logger: logger)
+                }
+                if let row { return SignInOutcome(user: try PostgresStatements.user(row), isNewUser: false) }
+            } catch  where error.code == .notFound {
+                // The account was deleted while the statement ran (the session's reference failed): sign in afresh.
+            }
+        }
+
+        // SQLite, a returning user with a session: one statement, whose trigger updates the account and inserts the
+        // session and its refresh token (see SQLiteStatements), then the account read outside the write lock. No
+        // account: not a returning user, and nothing was written; the transaction below handles every other case
+        // (and a connection whose schema cache is stale, see SQLiteStatements.isStaleSchema).
+        if connections.flavor == .sqlite, let sessionRow {
+            let wrote = try await writeStatements("sign in") { database in
+                do {
+                    try await database.raw(
+                        """
+                        INSERT INTO returning_sign_ins (
+                            client_id, email, email_verified, is_private_email, given_name, family_name, now,
+                            apple_user_id, session_id, refresh_token_hash, issued_at, expires_at
+                        ) VALUES (
+                            \(bind: clientID), \(bind: email), \(bind: newEmailVerified), \(bind: newIsPrivateEmail),
+                            \(bind: givenName), \(bind: familyName), \(bind: now), \(bind: appleUserID),
+                            \(bind: sessionRow.id), \(bind: sessionRow.hash), \(bind: sessionRow.issuedAt),
+                            \(bind: sessionRow.expiresAt)
+                        )
+                        """
+                    ).run()
+                    return true
+                } catch  where SQLiteStatements.isStaleSchema(error) {
+                    return false
+                }
+            }
+            let returning =
+                wrote
+                ? try await read("sign in") { database in
+                    try await database.raw(
+                        """
+                        SELECT \(unsafeRaw: SQLRecords.userColumns) FROM users
+                        WHERE id = (SELECT user_id FROM sessions WHERE id = \(bind: sessionRow.id))
+                        """
+                    ).first().map(SQLRecords.user)
+                } : nil
             if let returning { return SignInOutcome(user: returning, isNewUser: false) }
         }
 
@@ -105,9 +146,12 @@ extension SQLAccountStore {
         }
 
         @Sendable func findOrCreate(_ database: any SQLDatabase) async throws -> SignInOutcome {
+            // The account after the sign-in's update, or as it is when the update changed nothing.
             @Sendable func updateExisting() async throws -> UserRecord? {
-                let row = try await database.raw(updateAccount).first()
-                return try row.map(SQLRecords.user)
+                if let updated = try await database.raw(updateAccount).first() { return try SQLRecords.user(updated) }
+                return try await database.raw(
+                    "SELECT \(unsafeRaw: SQLRecords.userColumns) FROM users WHERE apple_user_id = \(bind: appleUserID)"
+                ).first().map(SQLRecords.user)
             }
 
             if let user = try await updateExisting() { return SignInOutcome(user: user, isNewUser: false) }

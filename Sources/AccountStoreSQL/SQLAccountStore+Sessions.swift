@@ -48,31 +48,50 @@ extension SQLAccountStore {
         let issuedAt = try SQLValue.milliseconds(next.issuedAt)
         let expiresAt = try SQLValue.milliseconds(next.expiresAt)
         let now = try SQLValue.milliseconds(now)
-        // PostgreSQL: the claim and the successor's insert as one statement (one round trip, atomic on its own). No
-        // row: the token was not current; the transaction below finds out why.
+        // PostgreSQL: the claim and the successor's insert as one prepared statement (one round trip, atomic on its
+        // own). No row: the token was not current; the transaction below finds out why.
         if connections.flavor == .postgres {
-            let rotated = try await read("rotate a refresh token") { database in
-                try await database.raw(
-                    """
-                    WITH claimed AS (
-                        UPDATE refresh_tokens SET used_at = \(bind: now)
-                        WHERE hash = \(bind: presented) AND used_at IS NULL AND expires_at > \(bind: now)
-                            AND EXISTS (
-                                SELECT 1 FROM sessions
-                                WHERE sessions.id = refresh_tokens.session_id AND sessions.revoked_at IS NULL
-                            )
-                        RETURNING session_id, user_id
-                    )
-                    INSERT INTO refresh_tokens (hash, session_id, user_id, issued_at, expires_at)
-                    SELECT \(bind: nextHash), session_id, user_id, \(bind: issuedAt), \(bind: expiresAt) FROM claimed
-                    RETURNING session_id, user_id
-                    """
-                ).first().map { row in
-                    (
-                        try row.decode(column: "session_id", as: String.self),
-                        try row.decode(column: "user_id", as: String.self)
-                    )
+            let statement = PostgresStatements.RotateRefreshToken(
+                now: now,
+                presentedHash: presented,
+                nextHash: nextHash,
+                issuedAt: issuedAt,
+                expiresAt: expiresAt
+            )
+            let rotated = try await postgres("rotate a refresh token") { connection, logger in
+                try await connection.lastRow(of: statement, logger: logger)
+            }
+            if let (sessionID, userID) = rotated {
+                return .rotated(sessionID: try SQLValue.sessionID(sessionID), userID: try SQLValue.userID(userID))
+            }
+        }
+        // SQLite: one statement, whose trigger inserts the successor and marks the presented token used (see
+        // SQLiteStatements); its RETURNING clause, evaluated after the trigger, reads the successor (current, unlike a
+        // used token that the caller might have named as the next), so the answer comes with the write and no failure
+        // can fall between them. No successor: the token was not current (or the connection's schema cache is stale,
+        // see SQLiteStatements.isStaleSchema); the transaction below finds out why.
+        if connections.flavor == .sqlite {
+            let rotated = try await writeStatements("rotate a refresh token") { database -> (String, String)? in
+                let row: (any SQLRow)?
+                do {
+                    row = try await database.raw(
+                        """
+                        INSERT INTO refresh_rotations (presented_hash, next_hash, now, issued_at, expires_at)
+                        VALUES (\(bind: presented), \(bind: nextHash), \(bind: now), \(bind: issuedAt), \(bind: expiresAt))
+                        RETURNING
+                            (SELECT session_id FROM refresh_tokens WHERE hash = \(bind: nextHash) AND used_at IS NULL)
+                                AS session_id,
+                            (SELECT user_id FROM refresh_tokens WHERE hash = \(bind: nextHash) AND used_at IS NULL)
+                                AS user_id
+                        """
+                    ).first()
+                } catch  where SQLiteStatements.isStaleSchema(error) {
+                    return nil
                 }
+                guard let row, let sessionID = try row.decode(column: "session_id", as: String?.self),
+                    let userID = try row.decode(column: "user_id", as: String?.self)
+                else { return nil }
+                return (sessionID, userID)
             }
             if let (sessionID, userID) = rotated {
                 return .rotated(sessionID: try SQLValue.sessionID(sessionID), userID: try SQLValue.userID(userID))

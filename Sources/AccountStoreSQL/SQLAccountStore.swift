@@ -24,6 +24,8 @@ import SQLiteNIO
 public final class SQLAccountStore: AccountStore {
     let connections: any SQLConnections
     let logger: Logger
+    /// `logger` at debug or above, for the drivers (see ``driverLogger(_:)``).
+    let driverLogger: Logger
 
     /// The schema version this build of siwa creates and understands.
     public static var schemaVersion: Int { SQLSchema.currentVersion }
@@ -31,13 +33,14 @@ public final class SQLAccountStore: AccountStore {
     init(connections: any SQLConnections, logger: Logger) {
         self.connections = connections
         self.logger = logger
+        self.driverLogger = Self.driverLogger(logger)
     }
 
     /// Opens (and creates, if needed) a store in the SQLite file at `path`, in WAL mode.
     ///
     /// - Parameters:
     ///   - path: The database file; its directory must exist. Other processes may open the same file.
-    ///   - connectionsPerEventLoop: The pool's limit per event loop of NIO's shared group.
+    ///   - connectionsPerEventLoop: The pool's limit is this many connections per event loop of NIO's shared group.
     ///   - busyTimeout: How long a statement waits for another writer before failing with
     ///     ``StoreError/Code/unavailable`` (at most an hour).
     ///   - logger: For the store's debug logs and the migrations it applies.
@@ -64,15 +67,10 @@ public final class SQLAccountStore: AccountStore {
             threadPool: threadPool,
             busyTimeoutMilliseconds: Int(clamping: milliseconds)
         )
-        let pool = EventLoopGroupConnectionPool(
-            source: source,
-            maxConnectionsPerEventLoop: connectionsPerEventLoop,
-            logger: driverLogger(logger),
-            on: group
-        )
         let connections = SQLConnectionPool(
-            pool: pool,
+            open: { logger, eventLoop in source.makeConnection(logger: logger, on: eventLoop) },
             flavor: .sqlite,
+            limit: loops * connectionsPerEventLoop,
             logger: driverLogger(logger),
             makeDatabase: { $0.sql(queryLogLevel: nil) },
             afterShutdown: {
@@ -136,15 +134,11 @@ public final class SQLAccountStore: AccountStore {
             }
             configuration.searchPath = [schema]
         }
-        let pool = EventLoopGroupConnectionPool(
-            source: PostgresConnectionSource(sqlConfiguration: configuration),
-            maxConnectionsPerEventLoop: connectionsPerEventLoop,
-            logger: driverLogger(logger),
-            on: MultiThreadedEventLoopGroup.singleton
-        )
+        let source = SendablePostgresSource(PostgresConnectionSource(sqlConfiguration: configuration))
         let connections = SQLConnectionPool(
-            pool: pool,
+            open: { logger, eventLoop in source.source.makeConnection(logger: logger, on: eventLoop) },
             flavor: .postgres,
+            limit: Array(MultiThreadedEventLoopGroup.singleton.makeIterator()).count * connectionsPerEventLoop,
             logger: driverLogger(logger),
             makeDatabase: { $0.sql(queryLogLevel: nil) }
         )
@@ -221,9 +215,42 @@ public final class SQLAccountStore: AccountStore {
         }
     }
 
+    /// Runs `body`'s write statements, each committing on its own (on SQLite in turn with the other writers).
+    func writeStatements<R: Sendable>(
+        _ operation: String,
+        _ body: @escaping @Sendable (any SQLDatabase) async throws -> R
+    ) async throws(StoreError) -> R {
+        do {
+            return try await connections.withWriteStatements(body)
+        } catch {
+            throw failure(error, operation)
+        }
+    }
+
+    /// PostgreSQL only: runs `body` with the driver's connection (prepared statements), outside a transaction.
+    func postgres<R: Sendable>(
+        _ operation: String,
+        _ body: @escaping @Sendable (PostgresConnection, Logger) async throws -> R
+    ) async throws(StoreError) -> R {
+        let logger = driverLogger
+        do {
+            return try await connections.withPostgresConnection { connection in try await body(connection, logger) }
+        } catch {
+            throw failure(error, operation)
+        }
+    }
+
     private func failure(_ error: any Error, _ operation: String) -> StoreError {
         let mapped = StoreError(mapping: error, during: operation)
         logger.debug("store operation failed", metadata: ["error": "\(mapped)"])
         return mapped
     }
+}
+
+/// PostgresKit's connection source, shared by the pool's openings. `@unchecked Sendable`: the source is immutable
+/// after creation (a configuration and a TLS context made once), and `makeConnection` only reads it; PostgresKit
+/// predates `Sendable` annotations.
+private struct SendablePostgresSource: @unchecked Sendable {
+    let source: PostgresConnectionSource
+    init(_ source: PostgresConnectionSource) { self.source = source }
 }

@@ -10,7 +10,8 @@ import Synchronization
 /// Opens connections to one SQLite file with the settings siwa relies on.
 ///
 /// Every connection waits up to `busyTimeoutMilliseconds` for another writer (another process, or another connection
-/// of the pool) instead of failing at once, enforces foreign keys, and syncs at `NORMAL`, which is safe in WAL mode.
+/// of the pool) instead of failing at once, enforces foreign keys, syncs at `NORMAL`, which is safe in WAL mode, and
+/// has the temporary views and triggers of ``SQLiteStatements``.
 /// WAL itself is a property of the file, set once when the store opens.
 struct SQLiteFileConnectionSource: ConnectionPoolSource {
     let path: String
@@ -52,6 +53,13 @@ struct SQLiteFileConnectionSource: ConnectionPoolSource {
                 connection.query("PRAGMA busy_timeout = \(busyTimeout)", [])
                     .flatMap { _ in connection.query("PRAGMA foreign_keys = ON", []) }
                     .flatMap { _ in connection.query("PRAGMA synchronous = NORMAL", []) }
+                    .flatMap { _ in
+                        SQLiteStatements.connectionSetup.reduce(connection.eventLoop.makeSucceededVoidFuture()) {
+                            done,
+                            statement in
+                            done.flatMap { connection.query(statement, []).map { _ in } }
+                        }
+                    }
                     .map { _ in connection }
                     .flatMapError { error in
                         connection.close().flatMapThrowing { throw error }

@@ -59,7 +59,7 @@ public func buildApplication(
     }
     let issuer = try await AccessTokenIssuer(configuration: configuration, store: store, sealer: sealer, clock: clock)
     let revocations = RevocationList(retention: configuration.accessTokenLifetime + 120)
-    let users = UserCache()
+    let users = UserCache(capacity: configuration.userCacheCapacity)
     try await users.refresh(from: store, now: clock.now)
     try await revocations.refresh(from: store, now: clock.now)
     let signIn = SignInService(

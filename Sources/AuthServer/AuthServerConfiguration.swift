@@ -39,6 +39,9 @@ public struct AuthServerConfiguration: Sendable {
     /// counts only a fully received request head or body chunk as activity, so this is also the header timeout: a
     /// client that trickles a header byte by byte (Slowloris) is closed this long after it connected.
     public var idleTimeout: Duration? = .seconds(30)
+    /// The most accounts kept in memory for `GET /api/me` (default 50,000; about 1 KB each). Past it the cache starts
+    /// over, so memory stays bounded however many accounts the database holds.
+    public var userCacheCapacity = 50_000
     /// Largest request head (all header fields together) accepted, in bytes (default 32 KiB); more is a bare 400.
     public var maximumHeaderSize = 32 * 1024
     /// The web sign-in and browser sessions (`/login`, cookies, return URLs).

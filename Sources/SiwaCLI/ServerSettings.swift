@@ -83,6 +83,7 @@ struct ServerSettings {
             server.idleTimeout = seconds == 0 ? nil : .milliseconds(Int64(seconds * 1000))
         }
         if let bytes = try number("SIWA_MAX_HEADER_SIZE", 4096...1_048_576) { server.maximumHeaderSize = Int(bytes) }
+        if let count = try number("SIWA_USER_CACHE_SIZE", 1...10_000_000) { server.userCacheCapacity = Int(count) }
         if let link = try flag("SIWA_LINK_ACCOUNTS_BY_EMAIL") { server.linkAccountsByEmail = link }
         if let mode = value("SIWA_ACCOUNT_DELETION_MODE") {
             guard let parsed = AccountDeletionMode(rawValue: mode.lowercased()) else {

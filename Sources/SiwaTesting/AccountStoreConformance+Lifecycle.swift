@@ -28,6 +28,8 @@ extension AccountStoreConformance {
         Check("checkRefreshToken reports a token's state and changes nothing", checkRefreshTokenChangesNothing),
         Check("signIn starts the session in the same transaction, or nothing", signInStartsTheSession),
         Check("signIn links by email only when asked, verified and not a relay", signInLinksByEmail),
+        Check("a returning sign-in with a session updates what changed, and writes nothing else", returningSignIn),
+        Check("20 concurrent returning sign-ins of one user each start a session", concurrentReturningSignIns),
     ]
 
     // MARK: Deletion and consent
@@ -594,6 +596,88 @@ extension AccountStoreConformance {
             )
         }
         #expect(try await store.user(appleUserID: stranger.appleUserID) == nil, "the failed sign-in left nothing")
+    }
+
+    /// The path a returning user's sign-in with a session takes (each SQL store has a single-statement form of it).
+    static func returningSignIn(_ store: any AccountStore) async throws {
+        func session() -> NewSession {
+            NewSession(
+                sessionID: SessionID(),
+                refreshTokenHash: Fixture.randomBytes(32),
+                issuedAt: Fixture.time(0),
+                expiresAt: Fixture.time(3_600_000)
+            )
+        }
+        let apple = Fixture.appleUserID()
+        let created = try await store.signIn(
+            Fixture.facts(apple, email: "r@example.com", verified: true, isPrivate: false, given: "Rae"),
+            startingSession: session(),
+            now: Fixture.time(0)
+        ).user
+
+        // Nothing new: the account is answered as stored, its updatedAt kept.
+        var same = Fixture.facts(apple)
+        same.clientID = created.clientID
+        let unchanged = try await store.signIn(same, startingSession: session(), now: Fixture.time(1_000))
+        #expect(!unchanged.isNewUser)
+        Fixture.expectSameUser(unchanged.user, created)
+        Fixture.expectSameTime(
+            unchanged.user.updatedAt,
+            Fixture.time(0),
+            "a sign-in that changes nothing writes nothing"
+        )
+        #expect(try await store.usersChanged(since: Fixture.time(500)).isEmpty, "no change for other instances")
+
+        // New email with its flags, a name where there was none (the given name stays), another client id.
+        let changing = AppleSignInFacts(
+            appleUserID: apple,
+            clientID: ClientID("com.example.other"),
+            email: "abc@privaterelay.appleid.com",
+            emailVerified: true,
+            isPrivateEmail: true,
+            givenName: "Other",
+            familyName: "Ray"
+        )
+        let changed = try await store.signIn(changing, startingSession: session(), now: Fixture.time(2_000)).user
+        #expect(changed.id == created.id)
+        #expect(changed.email == "abc@privaterelay.appleid.com" && changed.isPrivateEmail && changed.emailVerified)
+        #expect(changed.givenName == "Rae" && changed.familyName == "Ray")
+        #expect(changed.clientID == ClientID("com.example.other"))
+        Fixture.expectSameTime(changed.updatedAt, Fixture.time(2_000))
+        Fixture.expectSameUser(try #require(try await store.user(id: created.id)), changed)
+
+        // A consent ended by Apple is cleared by the next sign-in, though nothing else changes.
+        _ = try await store.endAppleConsent(userID: created.id, now: Fixture.time(3_000))
+        var again = Fixture.facts(apple)
+        again.clientID = changed.clientID
+        let cleared = try await store.signIn(again, startingSession: session(), now: Fixture.time(4_000)).user
+        #expect(cleared.appleConsentRevokedAt == nil)
+        Fixture.expectSameTime(cleared.updatedAt, Fixture.time(4_000))
+    }
+
+    static func concurrentReturningSignIns(_ store: any AccountStore) async throws {
+        let facts = Fixture.facts(email: "c@example.com", verified: true, isPrivate: false)
+        let user = try await store.signIn(facts, now: Fixture.time(0)).user
+        let sessions = (0..<20).map { _ in
+            NewSession(
+                sessionID: SessionID(),
+                refreshTokenHash: Fixture.randomBytes(32),
+                issuedAt: Fixture.time(0),
+                expiresAt: Fixture.time(3_600_000)
+            )
+        }
+        let ids = try await withThrowingTaskGroup(of: UserID.self) { group in
+            for session in sessions {
+                group.addTask {
+                    try await store.signIn(facts, startingSession: session, now: Fixture.time(1_000)).user.id
+                }
+            }
+            return try await group.reduce(into: [UserID]()) { $0.append($1) }
+        }
+        #expect(ids.count == 20 && Set(ids) == [user.id])
+        for session in sessions {
+            #expect(try await store.session(refreshTokenHash: session.refreshTokenHash)?.sessionID == session.sessionID)
+        }
     }
 
     // MARK: Linking by email

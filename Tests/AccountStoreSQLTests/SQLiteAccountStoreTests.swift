@@ -96,6 +96,52 @@ import Foundation
         }
     }
 
+    @Test func theSingleStatementSignInAndRefreshLeaveNothingInTheFile() async throws {
+        try await StoreHarness.withSQLitePath { path in
+            try await StoreHarness.withSQLiteStore(path: path) { store async throws -> Void in
+                let facts = AppleSignInFacts(appleUserID: AppleUserID("001.temp.1"), clientID: "com.example.app")
+                let now = Date(timeIntervalSince1970: 1_767_225_600)
+                var hashes: [[UInt8]] = []
+                for index in 0..<3 {
+                    let hash = Array(repeating: UInt8(index + 1), count: 32)
+                    hashes.append(hash)
+                    let session = NewSession(
+                        sessionID: SessionID(),
+                        refreshTokenHash: hash,
+                        issuedAt: now,
+                        expiresAt: now.addingTimeInterval(3_600)
+                    )
+                    _ = try await store.signIn(facts, startingSession: session, now: now)
+                }
+                let next = RefreshTokenRecord(
+                    hash: Array(repeating: 9, count: 32),
+                    sessionID: SessionID(),
+                    userID: UserID(),
+                    issuedAt: now,
+                    expiresAt: now.addingTimeInterval(3_600)
+                )
+                guard case .rotated = try await store.rotateRefreshToken(presentedHash: hashes[0], next: next, now: now)
+                else {
+                    Issue.record("the returning user's session rotates")
+                    return
+                }
+            }
+            // The views and triggers behind them are temporary, per connection: the file's schema has none of them.
+            let connection = try await SQLiteConnection.open(storage: .file(path: path))
+            let rows: [SQLiteRow]
+            do {
+                rows = try await connection.query(
+                    "SELECT name FROM sqlite_master WHERE name LIKE 'returning_sign_in%' OR name LIKE 'refresh_rotation%'"
+                )
+                try await connection.close().get()
+            } catch {
+                try await connection.close().get()
+                throw error
+            }
+            #expect(rows.isEmpty)
+        }
+    }
+
     @Test func aFileThatCannotBeOpenedIsUnavailable() async throws {
         let path = FileManager.default.temporaryDirectory
             .appendingPathComponent("siwa-missing-\(UUID().uuidString)/siwa.sqlite").path

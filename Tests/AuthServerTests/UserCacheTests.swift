@@ -178,4 +178,30 @@ struct UserCacheUnitTests {
         try await cache.refresh(from: store, now: start.addingTimeInterval(5))
         #expect(try await cache.user(id: user.id, store: store) == nil)
     }
+
+    @Test func aFullCacheStartsOverSoMemoryStaysBounded() async throws {
+        let store = InMemoryAccountStore()
+        let start = Date(timeIntervalSince1970: 1_800_000_000)
+        var users: [UserRecord] = []
+        for index in 1...3 {
+            let facts = AppleSignInFacts(
+                appleUserID: AppleUserID("001.full.\(index)"),
+                clientID: ClientID("com.example.app")
+            )
+            users.append(try await store.signIn(facts, now: start).user)
+        }
+        let cache = UserCache(capacity: 2)
+        try await cache.refresh(from: store, now: start)
+        for user in users { _ = try await cache.user(id: user.id, store: store) }
+
+        // Behind the cache's back the store loses every account: what is still answered was kept in memory.
+        for user in users {
+            _ = try await store.deleteUser(id: user.id, mode: .delete, appleRevocationDueAt: nil, now: start)
+        }
+        var kept: [Int] = []
+        for (index, user) in users.enumerated() where try await cache.user(id: user.id, store: store) != nil {
+            kept.append(index + 1)
+        }
+        #expect(kept == [3], "the third account found the cache full, which started over with it alone")
+    }
 }

@@ -6,6 +6,7 @@ import Testing
 struct ServeSettingsTests {
     @Test(arguments: [
         ("SIWA_IDLE_TIMEOUT", "soon"), ("SIWA_IDLE_TIMEOUT", "-1"), ("SIWA_MAX_HEADER_SIZE", "10"),
+        ("SIWA_USER_CACHE_SIZE", "0"),
         ("SIWA_COMPAT", "servicestack,django"), ("SIWA_SERVICESTACK_TOKEN_COOKIES", "maybe"),
         ("SIWA_ACCOUNT_DELETION_MODE", "shred"), ("SIWA_ALLOWED_ANDROID_PACKAGES", "not a package"),
     ])

@@ -1,0 +1,66 @@
+import SQLiteNIO
+
+/// SQLite's single-statement forms of a returning user's sign-in and of a refresh.
+///
+/// SQLiteNIO prepares every statement anew and runs each on its thread pool (a hop there and back), and SQLite takes
+/// one writer at a time, so the statements inside a write transaction are what bounds the write rate. Here each of
+/// the two writes on the request path is one `INSERT` into a temporary view whose `INSTEAD OF` trigger does the work,
+/// atomically (one statement commits on its own). The views and triggers are `TEMP`: every connection creates them
+/// when it opens, they are not part of the stored schema, and they change nothing in the database file. The answer
+/// (the account, the new token's session) is then read by a plain `SELECT`, outside the write lock.
+///
+/// A connection whose schema cache predates the tables (opened before a migration, here or in another process)
+/// cannot compile the triggers: SQLite reloads a stale schema for a statement's own tables, but not for those of the
+/// trigger it fires, and answers "no such table". ``isStaleSchema(_:)`` recognises that answer; the caller then takes
+/// the general path (nothing was written), whose plain statements make SQLite reload the schema.
+enum SQLiteStatements {
+    /// Whether `error` is a trigger compiled against a stale schema cache (see above).
+    static func isStaleSchema(_ error: any Error) -> Bool {
+        guard let error = error as? SQLiteError else { return false }
+        return error.reason == .error && error.message.hasPrefix("no such table")
+    }
+
+    /// Created on every connection when it opens (temporary objects belong to their connection).
+    static let connectionSetup: [String] = [
+        """
+        CREATE TEMP VIEW IF NOT EXISTS returning_sign_ins (
+            \(SQLAccountUpdate.Value.allCases.map(\.column).joined(separator: ", ")),
+            session_id, refresh_token_hash, issued_at, expires_at
+        ) AS SELECT \(Array(repeating: "NULL", count: SQLAccountUpdate.Value.allCases.count + 4).joined(separator: ", "))
+        WHERE 0
+        """,
+        // A returning user: the account's update, then the session and its first refresh token. No account with this
+        // Apple user id: nothing changes.
+        """
+        CREATE TEMP TRIGGER IF NOT EXISTS returning_sign_in INSTEAD OF INSERT ON returning_sign_ins BEGIN
+            \(SQLAccountUpdate.sql { "NEW.\($0.column)" });
+            INSERT INTO sessions (id, user_id, created_at)
+            SELECT NEW.session_id, id, NEW.now FROM users WHERE apple_user_id = NEW.apple_user_id;
+            INSERT INTO refresh_tokens (hash, session_id, user_id, issued_at, expires_at)
+            SELECT NEW.refresh_token_hash, NEW.session_id, id, NEW.issued_at, NEW.expires_at
+            FROM users WHERE apple_user_id = NEW.apple_user_id;
+        END
+        """,
+        """
+        CREATE TEMP VIEW IF NOT EXISTS refresh_rotations (presented_hash, next_hash, now, issued_at, expires_at)
+        AS SELECT NULL, NULL, NULL, NULL, NULL WHERE 0
+        """,
+        // The successor is inserted only while the presented token is current and its session live, and the presented
+        // token is marked used only when its successor was inserted. Writers take turns, so two rotations of one
+        // token cannot both see it current.
+        """
+        CREATE TEMP TRIGGER IF NOT EXISTS refresh_rotation INSTEAD OF INSERT ON refresh_rotations BEGIN
+            INSERT INTO refresh_tokens (hash, session_id, user_id, issued_at, expires_at)
+            SELECT NEW.next_hash, session_id, user_id, NEW.issued_at, NEW.expires_at FROM refresh_tokens
+            WHERE hash = NEW.presented_hash AND used_at IS NULL AND expires_at > NEW.now
+                AND EXISTS (
+                    SELECT 1 FROM sessions
+                    WHERE sessions.id = refresh_tokens.session_id AND sessions.revoked_at IS NULL
+                );
+            UPDATE refresh_tokens SET used_at = NEW.now
+            WHERE hash = NEW.presented_hash AND used_at IS NULL
+                AND EXISTS (SELECT 1 FROM refresh_tokens AS successor WHERE successor.hash = NEW.next_hash);
+        END
+        """,
+    ]
+}
