@@ -6,26 +6,12 @@
 #   Benchmarks/load/apple-outages.sh
 #   SIWA_BINARY=/tmp/siwa DURATION=5 Benchmarks/load/apple-outages.sh
 set -euo pipefail
-cd "$(dirname "$0")/../.."
-ROOT=$(pwd)
 DURATION=${DURATION:-5}
 CONNECTIONS=${CONNECTIONS:-32}
 EMULATOR_PORT=${EMULATOR_PORT:-19490}
 SERVER_PORT=${SERVER_PORT:-18480}
-command -v wrk >/dev/null || { apt-get update >/dev/null && apt-get install -y wrk >/dev/null; }
-if [ -n "${SIWA_BINARY:-}" ]; then
-  SIWA="$SIWA_BINARY"
-else
-  swift build -c release --product siwa >/dev/null
-  SIWA="$ROOT/.build/release/siwa"
-fi
-WORK=$(mktemp -d)
-PIDS=()
-cleanup() { for pid in "${PIDS[@]:-}"; do kill "$pid" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$WORK"; }
-trap cleanup EXIT
-FAILED=0
-check() { if [ "$2" = true ]; then echo "PASS  $1"; else echo "FAIL  $1"; FAILED=1; fi; }
-wait_for() { for _ in $(seq 1 200); do curl -sf "$1" >/dev/null && return 0; sleep 0.1; done; echo "not up: $1" >&2; return 1; }
+source "$(dirname "$0")/common.sh"
+need wrk
 emulator() { curl -s -X POST "127.0.0.1:$EMULATOR_PORT/emulator/$1" -H 'content-type: application/json' -d "$2"; }
 fault() { emulator faults "{\"endpoint\":\"$1\",\"mode\":\"$2\"}" >/dev/null; }
 calls() { curl -s "127.0.0.1:$EMULATOR_PORT/emulator/log" | python3 -c "import json,sys; print(sum(1 for e in json.load(sys.stdin) if e.get('endpoint') == '$1'))"; }
@@ -44,14 +30,10 @@ load() { # name, token file
     "$(awk '$1 == "99%" {print $2}' "$WORK/wrk-$1")" "$(awk '/Non-2xx/ {print $5}' "$WORK/wrk-$1" | sed 's/^$/0/')"
 }
 
-(cd "$WORK" && exec "$SIWA" emulator --port "$EMULATOR_PORT" >"$WORK/emulator.log" 2>&1) &
-PIDS+=($!)
-wait_for "http://127.0.0.1:$EMULATOR_PORT/auth/keys"
+start_emulator "$EMULATOR_PORT"
 start_server() {
-  (cd "$WORK" && exec env SIWA_APPLE_BASE_URL="http://127.0.0.1:$EMULATOR_PORT" SIWA_TEAM_ID=DEMOTEAM01 \
-    SIWA_KEY_ID=DEMOKEY001 SIWA_PRIVATE_KEY_FILE="$WORK/siwa-emulator/AuthKey_DEMOKEY001.p8" \
-    SIWA_BUNDLE_IDS=com.example.siwa.demo SIWA_PORT="$SERVER_PORT" SIWA_RATE_LIMIT=0 SIWA_DATA_KEY_FILE="$WORK/data.key" \
-    SIWA_DATABASE_PATH="$WORK/outage.sqlite" "$SIWA" serve >>"$WORK/server.log" 2>&1) &
+  server_environment sqlite "$SERVER_PORT" "$WORK/outage.sqlite"
+  (cd "$WORK" && exec env "${SERVER_ENV[@]}" "$SIWA" serve >>"$WORK/server.log" 2>&1) &
   SERVER=$!
   PIDS+=($SERVER)
   wait_for "http://127.0.0.1:$SERVER_PORT/healthz"

@@ -8,8 +8,6 @@
 #   DATABASES=sqlite Benchmarks/load/run.sh
 #   SIWA_BINARY=/tmp/siwa DURATION=5 Benchmarks/load/run.sh
 set -euo pipefail
-cd "$(dirname "$0")/../.."
-ROOT=$(pwd)
 DURATION=${DURATION:-10}
 CONNECTIONS=${CONNECTIONS:-64}
 THREADS=${THREADS:-2}
@@ -19,36 +17,16 @@ EMULATOR_PORT=${EMULATOR_PORT:-19090}
 
 # PostgreSQL comes from the same private server the tests use.
 if [[ " $DATABASES " == *" postgres "* ]] && [ -z "${SIWA_TEST_POSTGRES_URL:-}" ]; then
-  exec "$ROOT/scripts/with-postgres" "$0" "$@"
+  exec "$(dirname "$0")/../../scripts/with-postgres" "$0" "$@"
 fi
-
-command -v wrk >/dev/null || { apt-get update >/dev/null && apt-get install -y wrk >/dev/null; }
-# SIWA_BINARY runs an already built siwa (e.g. a copy taken while other builds go on); otherwise a release build.
-if [ -n "${SIWA_BINARY:-}" ]; then
-  SIWA="$SIWA_BINARY"
-else
-  swift build -c release --product siwa >/dev/null
-  SIWA="$ROOT/.build/release/siwa"
-fi
-WORK=$(mktemp -d)
-PIDS=()
-cleanup() { for pid in "${PIDS[@]:-}"; do kill "$pid" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$WORK"; }
-trap cleanup EXIT
-
-wait_for() { for _ in $(seq 1 100); do curl -sf "$1" >/dev/null && return 0; sleep 0.1; done; echo "not up: $1" >&2; return 1; }
-
-(cd "$WORK" && exec "$SIWA" emulator --port "$EMULATOR_PORT" --server-url "http://127.0.0.1:$SERVER_PORT" >"$WORK/emulator.log" 2>&1) &
-PIDS+=($!)
-wait_for "http://127.0.0.1:$EMULATOR_PORT/auth/keys"
+source "$(dirname "$0")/common.sh"
+need wrk
+start_emulator "$EMULATOR_PORT" --server-url "http://127.0.0.1:$SERVER_PORT"
 
 run_database() {
   local database=$1
-  local env=(SIWA_APPLE_BASE_URL="http://127.0.0.1:$EMULATOR_PORT" SIWA_TEAM_ID=DEMOTEAM01 SIWA_KEY_ID=DEMOKEY001
-    SIWA_PRIVATE_KEY_FILE="$WORK/siwa-emulator/AuthKey_DEMOKEY001.p8" SIWA_BUNDLE_IDS=com.example.siwa.demo
-    SIWA_SERVICES_ID=com.example.siwa.demo.web SIWA_PORT="$SERVER_PORT" SIWA_RATE_LIMIT=0
-    SIWA_DATA_KEY_FILE="$WORK/data.key" SIWA_DATABASE_PATH="$WORK/load-$database.sqlite")
-  if [ "$database" = postgres ]; then env+=(SIWA_DATABASE_URL="$SIWA_TEST_POSTGRES_URL"); fi
-  (cd "$WORK" && exec env "${env[@]}" "$SIWA" serve >"$WORK/server-$database.log" 2>&1) &
+  server_environment "$database" "$SERVER_PORT" "$WORK/load-$database.sqlite"
+  (cd "$WORK" && exec env "${SERVER_ENV[@]}" "$SIWA" serve >"$WORK/server-$database.log" 2>&1) &
   local server=$!
   PIDS+=($server)
   wait_for "http://127.0.0.1:$SERVER_PORT/healthz"

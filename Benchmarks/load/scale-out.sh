@@ -13,8 +13,6 @@
 # Checks, printed as PASS or FAIL (exit 1 on any FAIL): every sign-in answered 200, exactly USERS accounts and USERS
 # sessions, no refresh token accepted twice, each raced token accepted exactly once, no 5xx anywhere.
 set -euo pipefail
-cd "$(dirname "$0")/../.."
-ROOT=$(pwd)
 USERS=${USERS:-10000}
 RACE_TOKENS=${RACE_TOKENS:-2000}
 CONNECTIONS=${CONNECTIONS:-24}
@@ -24,29 +22,15 @@ EMULATOR_PORT=${EMULATOR_PORT:-19290}
 BASE_PORT=${BASE_PORT:-18280}
 
 if [ -z "${SIWA_TEST_POSTGRES_URL:-}" ]; then
-  exec "$ROOT/scripts/with-postgres" "$0" "$@"
+  exec "$(dirname "$0")/../../scripts/with-postgres" "$0" "$@"
 fi
-command -v wrk >/dev/null || { apt-get update >/dev/null && apt-get install -y wrk >/dev/null; }
-if [ -n "${SIWA_BINARY:-}" ]; then
-  SIWA="$SIWA_BINARY"
-else
-  swift build -c release --product siwa >/dev/null
-  SIWA="$ROOT/.build/release/siwa"
-fi
-WORK=$(mktemp -d)
+source "$(dirname "$0")/common.sh"
+need wrk
 echo "work folder: $WORK"
-PIDS=()
-cleanup() { for pid in "${PIDS[@]:-}"; do kill "$pid" 2>/dev/null || true; done; wait 2>/dev/null || true; [ -n "${KEEP_WORK:-}" ] || rm -rf "$WORK"; }
-trap cleanup EXIT
-FAILED=0
-check() { if [ "$2" = true ]; then echo "PASS  $1"; else echo "FAIL  $1"; FAILED=1; fi; }
-wait_for() { for _ in $(seq 1 200); do curl -sf "$1" >/dev/null && return 0; sleep 0.1; done; echo "not up: $1" >&2; return 1; }
 database_url() { echo "$SIWA_TEST_POSTGRES_URL" | sed "s#/siwa_test?#/$1?#"; }
 sql() { psql "$(database_url "$1" | sed 's/?sslmode=disable//')" -tAc "$2"; }
 
-(cd "$WORK" && exec "$SIWA" emulator --port "$EMULATOR_PORT" >"$WORK/emulator.log" 2>&1) &
-PIDS+=($!)
-wait_for "http://127.0.0.1:$EMULATOR_PORT/auth/keys"
+start_emulator "$EMULATOR_PORT"
 DATA_KEY=$(head -c 32 /dev/urandom | base64)
 
 # Starts instance N (1-based) on database $1; prints nothing, records the pid.

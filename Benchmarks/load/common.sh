@@ -1,0 +1,54 @@
+# Shared by the load scripts in this folder; each sources it after setting its own defaults:
+#
+#   source "$(dirname "$0")/common.sh"
+#
+# It moves to the repository's root and sets ROOT; SIWA, the siwa binary to run ($SIWA_BINARY, e.g. a release build
+# copied aside while other builds go on, or else a fresh release build); WORK, a temporary folder removed at exit
+# (kept when KEEP_WORK is set); PIDS, processes stopped at exit (with KILL_SIGNAL, TERM by default); FAILED and
+# check (PASS/FAIL lines); wait_for; need (installs a missing tool from apt); start_emulator; server_environment.
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
+ROOT=$(pwd)
+
+need() { command -v "$1" >/dev/null || { apt-get update >/dev/null && apt-get install -y "$1" >/dev/null; }; }
+
+if [ -n "${SIWA_BINARY:-}" ]; then
+  SIWA="$SIWA_BINARY"
+else
+  swift build -c release --product siwa >/dev/null
+  SIWA="$ROOT/.build/release/siwa"
+fi
+
+WORK=$(mktemp -d)
+PIDS=()
+cleanup() {
+  for pid in "${PIDS[@]:-}"; do kill "-${KILL_SIGNAL:-TERM}" "$pid" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  [ -n "${KEEP_WORK:-}" ] || rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+FAILED=0
+check() { if [ "$2" = true ]; then echo "PASS  $1"; else echo "FAIL  $1"; FAILED=1; fi; }
+
+# Waits up to 30 s for a URL to answer 2xx.
+wait_for() { for _ in $(seq 1 300); do curl -sf "$1" >/dev/null && return 0; sleep 0.1; done; echo "not up: $1" >&2; return 1; }
+
+# Starts the Apple ID emulator on PORT (extra arguments passed on) in WORK, where it keeps its keys.
+start_emulator() {
+  local port=$1
+  shift
+  (cd "$WORK" && exec "$SIWA" emulator --port "$port" "$@" >"$WORK/emulator.log" 2>&1) &
+  PIDS+=($!)
+  wait_for "http://127.0.0.1:$port/auth/keys"
+}
+
+# Sets SERVER_ENV: the settings of a siwa serve on PORT against the emulator on EMULATOR_PORT, with the SQLite file
+# DATABASE_FILE, or PostgreSQL (SIWA_TEST_POSTGRES_URL) when DATABASE is postgres. Rate limits off.
+server_environment() {
+  local database=$1 port=$2 database_file=$3
+  SERVER_ENV=(SIWA_APPLE_BASE_URL="http://127.0.0.1:$EMULATOR_PORT" SIWA_TEAM_ID=DEMOTEAM01 SIWA_KEY_ID=DEMOKEY001
+    SIWA_PRIVATE_KEY_FILE="$WORK/siwa-emulator/AuthKey_DEMOKEY001.p8" SIWA_BUNDLE_IDS=com.example.siwa.demo
+    SIWA_SERVICES_ID=com.example.siwa.demo.web SIWA_PORT="$port" SIWA_RATE_LIMIT=0
+    SIWA_DATA_KEY_FILE="$WORK/data.key" SIWA_DATABASE_PATH="$database_file")
+  if [ "$database" = postgres ]; then SERVER_ENV+=(SIWA_DATABASE_URL="$SIWA_TEST_POSTGRES_URL"); fi
+}
