@@ -15,14 +15,3 @@ public func offCooperativePool<T: Sendable>(_ body: @escaping @Sendable () throw
         thread.start()
     }
 }
-
-/// Serialises `Process.run()` across the test process: Foundation on Linux crashed (in `memcpy` inside `run()`) when
-/// two tests started subprocesses at the same moment.
-private let processLaunch = NSLock()
-
-/// Starts `process`, one launch at a time in this test process.
-public func launchSerially(_ process: Process) throws {
-    processLaunch.lock()
-    defer { processLaunch.unlock() }
-    try process.run()
-}

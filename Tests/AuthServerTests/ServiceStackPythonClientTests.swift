@@ -16,27 +16,12 @@ struct ServiceStackPythonClientTests {
     /// Runs the script and returns its last output line as JSON.
     static func run(_ arguments: [String]) async throws -> [String: Any] {
         let executable = try #require(python)
-        let (status, out, err) = try await offCooperativePool { try runBlocking(executable, arguments) }
+        let (status, out, err) = try await runChildProcess(executable, arguments: [script] + arguments)
         let stderr = String(decoding: err, as: UTF8.self)
         #expect(status == 0, "the client script failed: \(stderr)")
         let lines = String(decoding: out, as: UTF8.self).split(separator: "\n")
         let last = try #require(lines.last, "no output; stderr: \(stderr)")
         return try #require(try JSONSerialization.jsonObject(with: Data(last.utf8)) as? [String: Any])
-    }
-
-    private static func runBlocking(_ executable: String, _ arguments: [String]) throws -> (Int32, Data, Data) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = [script] + arguments
-        let output = Pipe()
-        let errors = Pipe()
-        process.standardOutput = output
-        process.standardError = errors
-        try launchSerially(process)
-        let out = output.fileHandleForReading.readDataToEndOfFile()
-        let err = errors.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, out, err)
     }
 
     @Test(

@@ -13,7 +13,7 @@ import Darwin
 
 /// A headless Chromium driven through chromedriver's W3C WebDriver protocol (JSON over HTTP on 127.0.0.1).
 final class WebDriverSession: Sendable {
-    private let driver: SpawnedProcess
+    private let driver: ChildProcess
     private let authority: String
     private let sessionID: String
 
@@ -30,7 +30,7 @@ final class WebDriverSession: Sendable {
     ///   - log: where chromedriver writes its log.
     static func start(chromedriver: String, javaScript: Bool = true, log: URL) async throws -> WebDriverSession {
         let port = try freeLoopbackPort()
-        let process = try SpawnedProcess(
+        let process = try ChildProcess(
             chromedriver,
             arguments: ["--port=\(port)", "--allowed-ips=127.0.0.1", "--log-path=\(log.path)"]
         )
@@ -65,7 +65,7 @@ final class WebDriverSession: Sendable {
         }
     }
 
-    private init(driver: SpawnedProcess, authority: String, sessionID: String) {
+    private init(driver: ChildProcess, authority: String, sessionID: String) {
         self.driver = driver
         self.authority = authority
         self.sessionID = sessionID
@@ -79,7 +79,7 @@ final class WebDriverSession: Sendable {
 
     /// Asks chromedriver to shut down, then kills it. (SIGTERM would not do: the test process ignores it for its
     /// graceful-shutdown handler, and children inherit ignored signals.)
-    private static func stop(_ process: SpawnedProcess, authority: String) async {
+    private static func stop(_ process: ChildProcess, authority: String) async {
         _ = try? await command(authority, .get, "/shutdown", nil)
         for _ in 0..<50 where process.isRunning {
             try? await Task.sleep(for: .milliseconds(100))
@@ -200,45 +200,5 @@ final class WebDriverSession: Sendable {
             try await Task.sleep(for: .milliseconds(100))
         }
         throw Failure(description: "chromedriver did not start on \(authority)")
-    }
-}
-
-/// A child process started with `posix_spawn`, output to /dev/null. Foundation's `Process.run()` crashed (a bad read
-/// in `memcpy`) now and then when it launched chromedriver while the test process was busy.
-final class SpawnedProcess: Sendable {
-    let pid: pid_t
-
-    init(_ executable: String, arguments: [String]) throws {
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
-        let argv = ([executable] + arguments).map { strdup($0) } + [nil]
-        defer { for argument in argv { free(argument) } }
-        var pid: pid_t = 0
-        let result = posix_spawn(&pid, executable, &actions, nil, argv, environ)
-        guard result == 0 else { throw SpawnError(code: result, executable: executable) }
-        self.pid = pid
-    }
-
-    /// Whether the child has not exited (reaps it when it has).
-    var isRunning: Bool {
-        var status: Int32 = 0
-        return waitpid(pid, &status, WNOHANG) == 0
-    }
-
-    /// SIGKILL and reap, unless it has exited already.
-    func terminate() {
-        guard isRunning else { return }
-        _ = kill(pid, SIGKILL)
-        var status: Int32 = 0
-        _ = waitpid(pid, &status, 0)
-    }
-
-    struct SpawnError: Error, CustomStringConvertible {
-        let code: Int32
-        let executable: String
-        var description: String { "posix_spawn \(executable) failed with \(code)" }
     }
 }

@@ -15,15 +15,15 @@ struct EmulatorCommandTests {
         )
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let port = Int.random(in: 10_000...19_999)  // below the harnesses' ports and the ephemeral range
-        let process = Process()
-        process.executableURL = SiwaProcess.executable
-        process.arguments = ["emulator", "--port", String(port)]
-        process.currentDirectoryURL = directory
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = output
-        try launchSerially(process)
-        defer { if process.isRunning { process.terminate() } }
+        let log = directory.appendingPathComponent("emulator.log").path
+        let process = try ChildProcess(
+            SiwaProcess.executable.path,
+            arguments: ["emulator", "--port", String(port)],
+            directory: directory.path,
+            stdout: log,
+            stderr: log
+        )
+        defer { process.terminate() }
 
         // Wait for the server, then ask it for its keys.
         var keys: Data?
@@ -47,10 +47,10 @@ struct EmulatorCommandTests {
         let permissions = try FileManager.default.attributesOfItem(atPath: keyFile)[.posixPermissions] as? Int
         #expect(permissions == 0o600)
 
-        process.interrupt()  // SIGINT: graceful shutdown
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0)
-        let printed = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        _ = kill(process.pid, SIGINT)  // graceful shutdown
+        let status = try await offCooperativePool { process.waitForExit() }
+        #expect(status == 0)
+        let printed = try String(contentsOfFile: log, encoding: .utf8)
         #expect(printed.contains("SIWA_TEAM_ID=DEMOTEAM01"))
         #expect(printed.contains("SIWA_PRIVATE_KEY_FILE=siwa-emulator/AuthKey_DEMOKEY001.p8"))
         #expect(printed.contains("SIWA_APPLE_BASE_URL=http://127.0.0.1:\(port)"))

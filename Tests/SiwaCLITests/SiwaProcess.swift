@@ -29,51 +29,31 @@ struct SiwaProcess {
         stdin: String? = nil,
         environment extra: [String: String] = [:]
     ) async throws -> Result {
-        try await offCooperativePool { try runBlocking(arguments, stdin: stdin, environment: extra) }
-    }
-
-    private static func runBlocking(
-        _ arguments: [String],
-        stdin: String?,
-        environment extra: [String: String]
-    ) throws -> Result {
-        let process = Process()
-        process.executableURL = executable
-        process.arguments = arguments
         var environment = ProcessInfo.processInfo.environment
         environment["NO_COLOR"] = "1"
         environment.merge(extra) { $1 }
-        process.environment = environment
-        let output = Pipe()
-        let errors = Pipe()
-        let input = Pipe()
-        process.standardOutput = output
-        process.standardError = errors
-        process.standardInput = input
-        try launchSerially(process)
-        if let stdin { input.fileHandleForWriting.write(Data(stdin.utf8)) }
-        try input.fileHandleForWriting.close()
-        let out = output.fileHandleForReading.readDataToEndOfFile()
-        let err = errors.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
+        let (status, stdout, stderr) = try await runChildProcess(
+            executable.path,
+            arguments: arguments,
+            environment: environment,
+            stdin: stdin
+        )
         return Result(
-            status: process.terminationStatus,
-            stdout: String(decoding: out, as: UTF8.self),
-            stderr: String(decoding: err, as: UTF8.self)
+            status: status,
+            stdout: String(decoding: stdout, as: UTF8.self),
+            stderr: String(decoding: stderr, as: UTF8.self)
         )
     }
 
     /// Starts `siwa emulator` in `directory` on a free port below the harnesses' ports and the ephemeral range, and
     /// waits until it serves its keys. Stop it with ``stopEmulator(_:)``.
-    static func startEmulator(in directory: URL) async throws -> (process: Process, port: Int) {
+    static func startEmulator(in directory: URL) async throws -> (process: ChildProcess, port: Int) {
         let port = Int.random(in: 10_000...19_999)
-        let emulator = Process()
-        emulator.executableURL = executable
-        emulator.arguments = ["emulator", "--port", String(port)]
-        emulator.currentDirectoryURL = directory
-        emulator.standardOutput = FileHandle.nullDevice
-        emulator.standardError = FileHandle.nullDevice
-        try launchSerially(emulator)
+        let emulator = try ChildProcess(
+            executable.path,
+            arguments: ["emulator", "--port", String(port)],
+            directory: directory.path
+        )
         for _ in 0..<100 {
             if let (_, response) = try? await URLSession.shared.data(
                 from: URL(string: "http://127.0.0.1:\(port)/auth/keys")!
@@ -87,10 +67,8 @@ struct SiwaProcess {
     }
 
     /// Stops an emulator started by ``startEmulator(in:)`` (SIGINT: graceful).
-    static func stopEmulator(_ emulator: Process) {
-        guard emulator.isRunning else { return }
-        emulator.interrupt()
-        emulator.waitUntilExit()
+    static func stopEmulator(_ emulator: ChildProcess) {
+        emulator.terminate(signal: SIGINT)
     }
 
     struct EmulatorNotUp: Error, CustomStringConvertible {
