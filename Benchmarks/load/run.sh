@@ -7,11 +7,14 @@
 #   Benchmarks/load/run.sh                 # both databases
 #   DATABASES=sqlite Benchmarks/load/run.sh
 #   SIWA_BINARY=/tmp/siwa DURATION=5 Benchmarks/load/run.sh
+#   ROUTES=me DATABASES=sqlite Benchmarks/load/run.sh   # /healthz and /api/me only
 set -euo pipefail
 DURATION=${DURATION:-10}
 CONNECTIONS=${CONNECTIONS:-64}
 THREADS=${THREADS:-2}
 DATABASES=${DATABASES:-"sqlite postgres"}
+# Which routes besides /healthz (measured in every run: the ratios are to it): me, native, refresh.
+ROUTES=${ROUTES:-"me native refresh"}
 SERVER_PORT=${SERVER_PORT:-18080}
 EMULATOR_PORT=${EMULATOR_PORT:-19090}
 
@@ -56,13 +59,19 @@ run_database() {
     echo "$rps" >"$WORK/rps-$database-$(echo "$1" | tr ' /' '__')"
   }
   bench "GET /healthz" "/healthz" ""
-  bench "GET /api/me" "/api/me" "Benchmarks/load/me.lua"
-  bench "POST /auth/apple/native" "/auth/apple/native" "Benchmarks/load/native.lua"
-  bench "POST /auth/refresh" "/auth/refresh" "Benchmarks/load/refresh.lua"
+  local names=()
+  for route in $ROUTES; do
+    case $route in
+      me) bench "GET /api/me" "/api/me" "Benchmarks/load/me.lua"; names+=("GET /api/me") ;;
+      native) bench "POST /auth/apple/native" "/auth/apple/native" "Benchmarks/load/native.lua"; names+=("POST /auth/apple/native") ;;
+      refresh) bench "POST /auth/refresh" "/auth/refresh" "Benchmarks/load/refresh.lua"; names+=("POST /auth/refresh") ;;
+      *) echo "unknown route $route (me, native, refresh)" >&2; exit 64 ;;
+    esac
+  done
   local rss
   rss=$(awk '/VmRSS/ {print $2}' "/proc/$server/status")
   printf "%-9s resident memory after the runs: %d MB\n" "$database" $((rss / 1024))
-  for name in "GET /api/me" "POST /auth/apple/native" "POST /auth/refresh"; do
+  for name in "${names[@]}"; do
     awk -v a="$(cat "$WORK/rps-$database-$(echo "$name" | tr ' /' '__')")" -v b="$(cat "$WORK/rps-$database-GET__healthz")" \
       -v n="$name" -v d="$database" 'BEGIN { printf "%-9s %-28s %5.0f%% of /healthz\n", d, n, 100 * a / b }'
   done
