@@ -108,13 +108,9 @@ final class SQLConnectionPool<Connection: ConnectionPoolItem & Sendable>: SQLCon
         }
     }
 
-    /// Closes idle connections at once and leased ones when they come back (waiting up to `timeout` for them), then
+    /// Closes idle connections at once and leased ones when they come back (waiting up to 10 s for them), then
     /// runs `afterShutdown`. Leases afterwards fail with ``StoreError/Code/unavailable``.
     func shutdown() async {
-        await shutdown(timeout: .seconds(10))
-    }
-
-    func shutdown(timeout: Duration) async {
         let (idle, waiters) = state.withLock { state in
             guard !state.closed else { return ([Connection](), [CheckedContinuation<Handover, Never>]()) }
             state.closed = true
@@ -127,7 +123,7 @@ final class SQLConnectionPool<Connection: ConnectionPoolItem & Sendable>: SQLCon
         }
         for waiter in waiters { waiter.resume(returning: .closed) }
         for connection in idle { try? await connection.close().get() }
-        let deadline = ContinuousClock.now + timeout
+        let deadline = ContinuousClock.now + .seconds(10)
         while state.withLock({ $0.count }) > 0, ContinuousClock.now < deadline {
             try? await Task.sleep(for: .milliseconds(10))
         }

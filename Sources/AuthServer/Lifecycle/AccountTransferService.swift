@@ -73,40 +73,27 @@ public struct AccountTransferService: Sendable {
         batchSize: Int,
         progress: (Summary) -> Void = { _ in }
     ) async throws -> Summary {
-        // Fails at once on credentials Apple refuses, before any account is touched.
-        _ = try await apple.migrationAccessToken(clientID: clientID)
-        var summary = Summary()
-        var after: UserID?
-        while true {
-            let batch = try await store.usersWithoutTransfer(after: after, limit: max(1, batchSize))
-            guard let last = batch.last else { break }
-            for user in batch {
-                do {
-                    let transferSub = try await apple.transferSub(
-                        for: user.appleUserID,
-                        targetTeam: targetTeam,
-                        clientID: clientID
-                    )
-                    try await store.setTransferSub(
-                        userID: user.id,
-                        transferSub: transferSub,
-                        targetTeam: targetTeam.rawValue,
-                        now: clock.now
-                    )
-                    summary.done += 1
-                } catch {
-                    try record(error, of: user.id, in: &summary)
-                }
+        try await inBatches(
+            "transfer export batch",
+            batchSize: batchSize,
+            progress: progress,
+            read: { after, limit in try await store.usersWithoutTransfer(after: after, limit: limit) },
+            cursor: \.id,
+            transfer: { user in
+                let transferSub = try await apple.transferSub(
+                    for: user.appleUserID,
+                    targetTeam: targetTeam,
+                    clientID: clientID
+                )
+                try await store.setTransferSub(
+                    userID: user.id,
+                    transferSub: transferSub,
+                    targetTeam: targetTeam.rawValue,
+                    now: clock.now
+                )
+                return true
             }
-            after = last.id
-            summary.batches += 1
-            logger.debug(
-                "transfer export batch",
-                metadata: ["exported": "\(summary.done)", "failed": "\(summary.failed)"]
-            )
-            progress(summary)
-        }
-        return summary
+        )
     }
 
     /// Receiving team: moves every account whose transfer to `team` is pending to the user's `sub` at this team.
@@ -121,37 +108,54 @@ public struct AccountTransferService: Sendable {
         batchSize: Int,
         progress: (Summary) -> Void = { _ in }
     ) async throws -> Summary {
+        try await inBatches(
+            "transfer import batch",
+            batchSize: batchSize,
+            progress: progress,
+            read: { after, limit in try await store.pendingTransfers(after: after, limit: limit) },
+            cursor: \.userID,
+            transfer: { transfer in
+                guard transfer.targetTeam == team.rawValue else { return false }
+                let moved = try await apple.exchangeTransferSub(transfer.transferSub, clientID: clientID)
+                try await store.reassignAppleUser(
+                    userID: transfer.userID,
+                    newAppleUserID: moved.sub,
+                    email: moved.email,
+                    isPrivateEmail: moved.isPrivateEmail,
+                    now: clock.now
+                )
+                return true
+            }
+        )
+    }
+
+    /// Runs `transfer` on every item `read` returns, a batch at a time (resumable: `cursor` names the last item done),
+    /// after checking that Apple accepts the team's credentials (before any account is touched). `transfer` returns
+    /// `false` for an item it skips; a failure of one account is counted (see ``record(_:of:in:)``).
+    private func inBatches<Item>(
+        _ name: String,
+        batchSize: Int,
+        progress: (Summary) -> Void,
+        read: (UserID?, Int) async throws -> [Item],
+        cursor: (Item) -> UserID,
+        transfer: (Item) async throws -> Bool
+    ) async throws -> Summary {
         _ = try await apple.migrationAccessToken(clientID: clientID)
         var summary = Summary()
         var after: UserID?
         while true {
-            let batch = try await store.pendingTransfers(after: after, limit: max(1, batchSize))
+            let batch = try await read(after, max(1, batchSize))
             guard let last = batch.last else { break }
-            for transfer in batch {
-                guard transfer.targetTeam == team.rawValue else {
-                    summary.skipped += 1
-                    continue
-                }
+            for item in batch {
                 do {
-                    let moved = try await apple.exchangeTransferSub(transfer.transferSub, clientID: clientID)
-                    try await store.reassignAppleUser(
-                        userID: transfer.userID,
-                        newAppleUserID: moved.sub,
-                        email: moved.email,
-                        isPrivateEmail: moved.isPrivateEmail,
-                        now: clock.now
-                    )
-                    summary.done += 1
+                    if try await transfer(item) { summary.done += 1 } else { summary.skipped += 1 }
                 } catch {
-                    try record(error, of: transfer.userID, in: &summary)
+                    try record(error, of: cursor(item), in: &summary)
                 }
             }
-            after = last.userID
+            after = cursor(last)
             summary.batches += 1
-            logger.debug(
-                "transfer import batch",
-                metadata: ["imported": "\(summary.done)", "failed": "\(summary.failed)"]
-            )
+            logger.debug("\(name)", metadata: ["done": "\(summary.done)", "failed": "\(summary.failed)"])
             progress(summary)
         }
         return summary
