@@ -40,6 +40,7 @@ let package = Package(
         .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
         .package(url: "https://github.com/vapor/async-kit.git", from: "1.22.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
+        .package(url: "https://github.com/apple/swift-nio-extras.git", from: "1.35.2"),
     ],
     targets: [
         // Apple's protocol: no I/O framework, no database, no server. Other Swift servers can use it alone.
@@ -98,6 +99,7 @@ let package = Package(
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
@@ -142,6 +144,20 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .executableTarget(name: "siwa", dependencies: ["SiwaCLI"], swiftSettings: swiftSettings),
+        // The CPU benchmarks (`swift run -c release siwa-benchmarks`): in this package, so that the test command's
+        // build compiles them with everything else instead of a second copy of every dependency. jwt-kit, the
+        // comparison baseline, is already here for the emulator.
+        .executableTarget(
+            name: "siwa-benchmarks",
+            dependencies: [
+                "AppleSignIn",
+                "SiwaTesting",
+                .product(name: "JWTKit", package: "jwt-kit"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "CryptoExtras", package: "swift-crypto"),
+            ],
+            path: "Benchmarks/Sources/siwa-benchmarks"
+        ),
         // Shared test support: clocks, generated keys that play Apple, stub transports, the real Apple fixtures.
         .target(
             name: "SiwaTesting",

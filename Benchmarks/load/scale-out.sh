@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Scale-out run (issue 10): three siwa serve instances on one PostgreSQL.
+# Scale-out run (issue 10): three siwa serve instances on one PostgreSQL. The refresh race checks exactly-once
+# rotation, so the grace window for racing tabs (SIWA_REFRESH_REUSE_GRACE) is off here.
 #   1. Throughput: returning-user native sign-ins with wrk for DURATION seconds against one instance, then against
 #      three at once (one wrk each), same run.
 #   2. Correctness: USERS distinct first sign-ins spread round-robin over the three instances (a Python driver, each
@@ -39,6 +40,7 @@ start_instance() {
   (cd "$WORK" && exec env SIWA_APPLE_BASE_URL="http://127.0.0.1:$EMULATOR_PORT" SIWA_TEAM_ID=DEMOTEAM01 \
     SIWA_KEY_ID=DEMOKEY001 SIWA_PRIVATE_KEY_FILE="$WORK/siwa-emulator/AuthKey_DEMOKEY001.p8" \
     SIWA_BUNDLE_IDS=com.example.siwa.demo SIWA_PORT=$((BASE_PORT + index)) SIWA_RATE_LIMIT=0 \
+    SIWA_REFRESH_REUSE_GRACE=0 SIWA_MAX_SESSIONS_PER_IDENTITY_TOKEN=0 SIWA_MAX_CONNECTIONS_PER_ADDRESS=100000 \
     SIWA_DATA_KEY="$DATA_KEY" SIWA_DATABASE_URL="$(database_url "$database")" \
     "$SIWA" serve >"$WORK/server-$database-$index.log" 2>&1) &
   PIDS+=($!)

@@ -132,12 +132,16 @@ public protocol AccountStore: Sendable {
 
     /// Presents the refresh token with hash `presentedHash`. When it is current it is marked used and `next` is stored
     /// as the session's new token (`next.sessionID` and `next.userID` are taken from the presented token, whatever the
-    /// caller put there). Presenting a token that was already used revokes the whole session (theft). Exactly one of
-    /// several concurrent presentations of one token can rotate it.
+    /// caller put there). Presenting a token that was already used revokes the whole session (theft), unless it was
+    /// used less than `reuseGrace` before `now`: then `next` is stored as another current token of the session and the
+    /// answer is ``RotationOutcome/rotated(sessionID:userID:)`` (two browser tabs, or a client retrying after a lost
+    /// answer, present one token at nearly the same time). Exactly one of several concurrent presentations of one
+    /// current token can rotate it.
     func rotateRefreshToken(
         presentedHash: [UInt8],
         next: RefreshTokenRecord,
-        now: Date
+        now: Date,
+        reuseGrace: TimeInterval
     ) async throws(StoreError)
         -> RotationOutcome
 
@@ -233,6 +237,15 @@ public protocol AccountStore: Sendable {
 }
 
 extension AccountStore {
+    /// Rotates with no grace: presenting a used token is always reuse.
+    public func rotateRefreshToken(
+        presentedHash: [UInt8],
+        next: RefreshTokenRecord,
+        now: Date
+    ) async throws(StoreError) -> RotationOutcome {
+        try await rotateRefreshToken(presentedHash: presentedHash, next: next, now: now, reuseGrace: 0)
+    }
+
     /// Finds or creates the account, without starting a session.
     public func signIn(_ facts: AppleSignInFacts, now: Date) async throws(StoreError) -> SignInOutcome {
         try await signIn(facts, startingSession: nil, now: now)

@@ -314,7 +314,8 @@ public actor InMemoryAccountStore: AccountStore {
     public func rotateRefreshToken(
         presentedHash: [UInt8],
         next: RefreshTokenRecord,
-        now: Date
+        now: Date,
+        reuseGrace: TimeInterval
     ) throws(StoreError)
         -> RotationOutcome
     {
@@ -324,13 +325,16 @@ public actor InMemoryAccountStore: AccountStore {
         let sessionID = stored.record.sessionID
         let userID = stored.record.userID
         if session.revokedAt != nil { return .revoked(sessionID: sessionID, userID: userID) }
-        if stored.usedAt != nil {
-            sessions[sessionID]?.revokedAt = now
-            return .reused(sessionID: sessionID, userID: userID)
+        if let usedAt = stored.usedAt {
+            let inGrace = reuseGrace > 0 && now.timeIntervalSince(usedAt) < reuseGrace && stored.record.expiresAt > now
+            guard inGrace else {
+                sessions[sessionID]?.revokedAt = now
+                return .reused(sessionID: sessionID, userID: userID)
+            }
         }
         if stored.record.expiresAt <= now { return .expired }
         guard tokens[next.hash] == nil else { throw StoreError(.duplicate, "next refresh token exists") }
-        tokens[presentedHash]?.usedAt = now
+        if stored.usedAt == nil { tokens[presentedHash]?.usedAt = now }
         var successor = next
         successor.sessionID = sessionID
         successor.userID = userID

@@ -41,8 +41,10 @@ extension SQLAccountStore {
     public func rotateRefreshToken(
         presentedHash: [UInt8],
         next: RefreshTokenRecord,
-        now: Date
+        now: Date,
+        reuseGrace: TimeInterval
     ) async throws(StoreError) -> RotationOutcome {
+        let graceStart = try SQLValue.milliseconds(now.addingTimeInterval(-max(reuseGrace, 0)))
         let presented = SQLValue.hex(presentedHash)
         let nextHash = SQLValue.hex(next.hash)
         let issuedAt = try SQLValue.milliseconds(next.issuedAt)
@@ -135,7 +137,19 @@ extension SQLAccountStore {
             if try row.decode(column: "revoked_at", as: Int64?.self) != nil {
                 return .revoked(sessionID: session, userID: userID)
             }
-            if try row.decode(column: "used_at", as: Int64?.self) != nil {
+            let expired = try row.decode(column: "expires_at", as: Int64.self) <= now
+            if let usedAt = try row.decode(column: "used_at", as: Int64?.self) {
+                if reuseGrace > 0, usedAt > graceStart, !expired {
+                    // Presented again within the grace window: another current token for the same session.
+                    try await database.raw(
+                        """
+                        INSERT INTO refresh_tokens (hash, session_id, user_id, issued_at, expires_at)
+                        VALUES (\(bind: nextHash), \(bind: sessionID), \(bind: userID.description), \(bind: issuedAt),
+                            \(bind: expiresAt))
+                        """
+                    ).run()
+                    return .rotated(sessionID: session, userID: userID)
+                }
                 try await database.raw(
                     """
                     UPDATE sessions SET revoked_at = \(bind: now)
@@ -144,7 +158,7 @@ extension SQLAccountStore {
                 ).run()
                 return .reused(sessionID: session, userID: userID)
             }
-            if try row.decode(column: "expires_at", as: Int64.self) <= now { return .expired }
+            if expired { return .expired }
             // Current now, but not when the update ran: it was not yet visible (a racing rotation's new token).
             return .notFound
         }

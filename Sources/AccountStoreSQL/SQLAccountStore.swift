@@ -9,6 +9,13 @@ import SQLKit
 import SQLiteKit
 import SQLiteNIO
 
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+private typealias Glibc = Darwin
+#endif
+
 /// An ``AccountStore`` in a SQL database through SQLKit: SQLite (a file, the default) or PostgreSQL (for several
 /// `siwa serve` processes on one database).
 ///
@@ -56,6 +63,11 @@ public final class SQLAccountStore: AccountStore {
         guard !path.isEmpty, connectionsPerEventLoop > 0 else {
             throw StoreError(.invalidInput, "open the SQLite store: a path and at least one connection are needed")
         }
+        do {
+            try createPrivately(path)
+        } catch {
+            throw StoreError(.unavailable, "open the SQLite store: the file cannot be created (\(error))")
+        }
         let group = MultiThreadedEventLoopGroup.singleton
         let loops = Array(group.makeIterator()).count
         let threadPool = NIOThreadPool(numberOfThreads: loops * connectionsPerEventLoop + 1)
@@ -79,11 +91,13 @@ public final class SQLAccountStore: AccountStore {
             }
         )
         do {
-            let mode = try await connections.withConnection { database in
-                try await database.raw("PRAGMA journal_mode = WAL").first()?.decode(
-                    column: "journal_mode",
-                    as: String.self
-                )
+            let mode = try await whileBusy(logger: logger) {
+                try await connections.withConnection { database in
+                    try await database.raw("PRAGMA journal_mode = WAL").first()?.decode(
+                        column: "journal_mode",
+                        as: String.self
+                    )
+                }
             }
             if mode?.lowercased() != "wal" {
                 logger.warning("SQLite did not switch the store to WAL mode", metadata: ["mode": "\(mode ?? "none")"])
@@ -145,6 +159,50 @@ public final class SQLAccountStore: AccountStore {
         return try await open(connections, schema: schema, logger: logger)
     }
 
+    /// Runs a step of opening a store again while SQLite answers busy or locked, for up to `patience`.
+    ///
+    /// Processes that open one new file at once take turns on its first write lock: switching it to WAL and creating
+    /// the schema. Each statement already waits for the busy timeout, but the first process may hold the lock longer
+    /// than that on a loaded machine (creating the schema syncs the file), and a few SQLite states answer busy at once
+    /// without waiting (a WAL file being recovered or reset by a connection that is closing). Opening is rare and must
+    /// not fail for either, so it waits its turn; a database that stays locked still fails after `patience`.
+    static func whileBusy<R: Sendable>(
+        patience: Duration = .seconds(120),
+        logger: Logger,
+        _ step: () async throws -> R
+    ) async throws -> R {
+        let deadline = ContinuousClock.now + patience
+        var pause = Duration.milliseconds(20)
+        while true {
+            do {
+                return try await step()
+            } catch let error as SQLiteError where Self.isBusy(error.reason) {
+                guard ContinuousClock.now + pause < deadline else { throw error }
+                logger.debug("the SQLite file is busy: another connection is opening or migrating it; waiting")
+                try await Task.sleep(for: pause)
+                pause = min(pause * 2, .milliseconds(500))
+            }
+        }
+    }
+
+    private static func isBusy(_ reason: SQLiteError.Reason) -> Bool {
+        switch reason {
+        case .busy, .locked, .busyInRecovery, .busyInSnapshot, .busyTimeout, .lockedBySharedCache: true
+        default: false
+        }
+    }
+
+    /// Creates the database file readable by its owner only (0600) when it does not exist yet. SQLite creates the
+    /// `-wal` and `-shm` files with the database file's permissions, so they are private too.
+    private static func createPrivately(_ path: String) throws {
+        let descriptor = Glibc.open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        if descriptor >= 0 {
+            Glibc.close(descriptor)
+            return
+        }
+        guard errno == EEXIST else { throw StoreError(.unavailable, "errno \(errno)") }
+    }
+
     /// `logger` for the pool and the drivers, at debug or above: at trace, PostgresNIO logs every message from the
     /// server, and a unique violation's message quotes the key (a hash, a nonce).
     private static func driverLogger(_ logger: Logger) -> Logger {
@@ -160,7 +218,9 @@ public final class SQLAccountStore: AccountStore {
         logger: Logger
     ) async throws(StoreError) -> SQLAccountStore {
         do {
-            let before = try await SQLSchema.migrate(connections, schema: schema, logger: logger)
+            let before = try await whileBusy(logger: logger) {
+                try await SQLSchema.migrate(connections, schema: schema, logger: logger)
+            }
             logger.debug(
                 "opened the SQL store",
                 metadata: [

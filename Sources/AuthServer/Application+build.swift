@@ -62,17 +62,28 @@ public func buildApplication(
     let users = UserCache(capacity: configuration.userCacheCapacity)
     try await users.refresh(from: store, now: clock.now)
     try await revocations.refresh(from: store, now: clock.now)
+    let sessions = SessionService(
+        configuration: configuration,
+        store: store,
+        issuer: issuer,
+        revocations: revocations,
+        users: users,
+        apple: appleClient,
+        sealer: sealer,
+        metrics: metrics,
+        clock: clock,
+        logger: logger
+    )
     let signIn = SignInService(
         configuration: configuration,
         store: store,
         verifier: verifier,
         apple: appleClient,
-        issuer: issuer,
+        sessions: sessions,
         sealer: sealer,
         clock: clock,
         logger: logger,
-        metrics: metrics,
-        userCache: users
+        metrics: metrics
     )
     let lifecycle = AccountLifecycle(
         configuration: configuration,
@@ -80,28 +91,38 @@ public func buildApplication(
         verifier: verifier,
         apple: appleClient,
         sealer: sealer,
-        revocations: revocations,
+        sessions: sessions,
         clock: clock,
         logger: logger
     )
 
+    let compatibility = configuration.compatibility
+    let web = SessionCookies(configuration: configuration)
+    let serviceStackCookies = (
+        access: ServiceStackController.tokenCookie, refresh: ServiceStackController.refreshCookie
+    )
     let router = Router(context: SiwaRequestContext.self)
+    router.add(middleware: NoSniffMiddleware())
     if let metrics { router.add(middleware: MetricsMiddleware(metrics: metrics)) }
     router.add(middleware: LogRequestsMiddleware(.debug, redactHeaders: [.authorization, .cookie, .setCookie]))
+    if configuration.authRateLimit != nil || configuration.notificationRateLimit != nil {
+        router.add(middleware: RateLimitMiddleware(configuration: configuration))
+    }
+    router.add(
+        middleware: SessionAuthenticator(
+            sessions: sessions,
+            configuration: configuration,
+            cookieNames: [web.sessionName] + (compatibility.serviceStack ? [serviceStackCookies.access] : [])
+        )
+    )
     let auth = router.group("/auth")
-    if let limit = configuration.authRateLimit { auth.add(middleware: RateLimitMiddleware(limit: limit)) }
-    let sessions = SessionController(
+    SessionController(
         configuration: configuration,
         signIn: signIn,
-        store: store,
-        issuer: issuer,
-        revocations: revocations,
-        users: users,
-        clock: clock,
-        appleConsent: lifecycle.appleConsent
-    )
-    sessions.addRoutes(to: auth, api: router.group("/api"))
-    let web = try WebController(
+        sessions: sessions,
+        contractCookies: compatibility.serviceStack ? [serviceStackCookies] : []
+    ).addRoutes(to: auth, api: router.group("/api"))
+    let webController = try WebController(
         configuration: configuration,
         apple: apple,
         store: store,
@@ -109,16 +130,18 @@ public func buildApplication(
         sessions: sessions,
         clock: clock
     )
-    web.addRoutes(to: router, auth: auth)
-    lifecycle.addRoutes(to: auth, api: router.group("/api"), sessions: sessions)
-    let compatibility = configuration.compatibility
+    webController.addRoutes(to: router, auth: auth)
+    lifecycle.addRoutes(to: auth, api: router.group("/api"))
     if compatibility.serviceStack {
-        ServiceStackController(sessions: sessions, web: web, compatibility: compatibility)
+        ServiceStackController(configuration: configuration, signIn: signIn, sessions: sessions, web: webController)
             .addRoutes(to: router, auth: auth)
     }
-    if compatibility.vaporTutorial { VaporTutorialController(sessions: sessions, web: web).addRoutes(to: router) }
+    if compatibility.vaporTutorial {
+        VaporTutorialController(configuration: configuration, signIn: signIn, sessions: sessions, web: webController)
+            .addRoutes(to: router)
+    }
     if compatibility.rentManager {
-        RentManagerController(sessions: sessions, compatibility: compatibility).addRoutes(to: router)
+        RentManagerController(configuration: configuration, signIn: signIn, sessions: sessions).addRoutes(to: router)
     }
 
     router.get("/.well-known/jwks.json") { _, _ -> Response in
@@ -147,10 +170,16 @@ public func buildApplication(
         }
     }
 
+    let connections = ConnectionLimiter(
+        limits: configuration.connections,
+        trustedProxies: configuration.trustedProxies,
+        logger: logger
+    )
     var app = Application(
         router: router,
         server: .http1(
             configuration: HTTP1Channel.Configuration(
+                additionalChannelHandlers: [connections.makeHandler()],
                 idleTimeout: configuration.idleTimeout.map { TimeAmount($0) },
                 httpDecoderConfiguration: .init(
                     maxHeaderFieldSize: configuration.maximumHeaderSize,

@@ -39,4 +39,70 @@ public struct AuthServerError: Error, HTTPResponseError, CustomStringConvertible
     static func unauthorized(_ code: String, _ message: String) -> AuthServerError {
         AuthServerError(.unauthorized, code, message, headers: [.wwwAuthenticate: "Bearer"])
     }
+
+    /// The stable `error` codes that more than one route answers.
+    enum Code {
+        static let invalidToken = "invalid_token"
+        static let missingToken = "missing_token"
+        static let invalidRefreshToken = "invalid_refresh_token"
+        static let refreshTokenReused = "refresh_token_reused"
+        static let refreshTokenRevoked = "refresh_token_revoked"
+        static let refreshTokenExpired = "refresh_token_expired"
+        static let appleConsentRevoked = "apple_consent_revoked"
+        static let unknownUser = "unknown_user"
+        static let missingField = "missing_field"
+        static let bodyTooLarge = "body_too_large"
+        static let unsupportedMediaType = "unsupported_media_type"
+        static let invalidJSON = "invalid_json"
+    }
+
+    static let invalidRefreshToken = unauthorized(Code.invalidRefreshToken, "the refresh token is not valid")
+    static let refreshTokenRevoked = unauthorized(Code.refreshTokenRevoked, "the session has ended; sign in again")
+    static let refreshTokenExpired = unauthorized(
+        Code.refreshTokenExpired,
+        "the refresh token has expired; sign in again"
+    )
+    static let appleConsentRevoked = unauthorized(
+        Code.appleConsentRevoked,
+        "the user stopped using Sign in with Apple with this app; sign in with Apple again"
+    )
+}
+
+extension AuthServerError {
+    /// A refused identity token: 401 naming the failed check; Apple unreachable: 503.
+    static func refusedIdentityToken(_ error: AppleSignInError) -> AuthServerError {
+        mapping(error) { check, reason in AuthServerError.unauthorized("identity_token_\(check)", reason) }
+    }
+
+    /// The HTTP error for an ``AppleSignInError``: Apple unreachable is 503; siwa's own settings wrong, 500; otherwise
+    /// `refused` with the failed check in snake_case and the reason.
+    static func mapping(
+        _ error: AppleSignInError,
+        refused: (_ check: String, _ reason: String) -> AuthServerError
+    ) -> AuthServerError {
+        switch error.code.category {
+        case .appleUnavailable:
+            return AuthServerError(.serviceUnavailable, "apple_unavailable", error.reason)
+        case .configuration:
+            return AuthServerError(
+                .internalServerError,
+                "server_misconfigured",
+                "the server's Sign in with Apple settings are wrong"
+            )
+        default:
+            return refused(snakeCase(error.code.description), error.reason)
+        }
+    }
+
+    static func snakeCase(_ camel: String) -> String {
+        var out = ""
+        for character in camel {
+            if character.isUppercase {
+                out += "_" + character.lowercased()
+            } else {
+                out.append(character)
+            }
+        }
+        return out
+    }
 }

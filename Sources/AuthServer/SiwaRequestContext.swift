@@ -12,8 +12,34 @@ public import Foundation
 public struct SiwaRequestContext: RequestContext, RemoteAddressRequestContext {
     public var coreContext: CoreRequestContextStorage
     public let remoteAddress: SocketAddress?
-    /// Set by the bearer authentication of `/api/*` routes.
+    /// The access token's claims, set by ``SessionAuthenticator`` when the request carries a valid one.
     public var session: AccessTokenClaims?
+    /// How ``session`` was presented, and why a presented token was refused (`nil`: the request carried none).
+    var authentication: Authentication?
+
+    /// What ``SessionAuthenticator`` found.
+    enum Authentication: Sendable {
+        /// A bearer token (`Authorization: Bearer`), checked; no CSRF check is needed.
+        case bearer(AccessTokenClaims)
+        /// A session cookie (siwa's or a contract's), checked, and the CSRF check passed when the method changes state.
+        case cookie(AccessTokenClaims)
+        /// A token or cookie was presented and refused (invalid, revoked, or a failed CSRF check).
+        case refused(AuthServerError)
+    }
+
+    /// The authenticated session, or the 401 (or 403) naming why not.
+    func requireSession() throws(AuthServerError) -> (claims: AccessTokenClaims, byCookie: Bool) {
+        switch authentication {
+        case .bearer(let claims): return (claims, false)
+        case .cookie(let claims): return (claims, true)
+        case .refused(let error): throw error
+        case nil:
+            throw AuthServerError.unauthorized(
+                AuthServerError.Code.missingToken,
+                "send 'Authorization: Bearer <access token>' or the session cookie"
+            )
+        }
+    }
 
     public init(source: ApplicationRequestContextSource) {
         self.coreContext = .init(source: source)

@@ -60,6 +60,7 @@ struct DemoCommand: AsyncParsableCommand {
             "SIWA_COMPAT": "all",
         ])
         settings.host = "127.0.0.1"
+        DescriptorLimit.apply(to: &settings.server.connections, logger: logger)
         let store = try await StoreFactory.open(settings, logger: logger)
         let server = try await buildApplication(
             configuration: settings.server,

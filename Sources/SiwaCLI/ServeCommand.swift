@@ -25,7 +25,8 @@ struct ServeCommand: AsyncParsableCommand {
     func run() async throws {
         var logger = Logger(label: "siwa")
         logger.logLevel = .info
-        let settings = try ServerSettings.loadOrExit()
+        var settings = try ServerSettings.loadOrExit()
+        DescriptorLimit.apply(to: &settings.server.connections, logger: logger)
         let store = try await StoreFactory.open(settings, logger: logger)
         do {
             let app = try await buildApplication(

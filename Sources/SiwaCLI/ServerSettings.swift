@@ -6,6 +6,12 @@ import Crypto
 import Foundation
 import Logging
 
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// Everything `siwa serve` reads from the environment (`SIWA_*`), validated at start: a bad value stops start-up
 /// with a message naming the variable.
 struct ServerSettings {
@@ -32,6 +38,53 @@ struct ServerSettings {
         } catch let problem as Problem {
             Terminal.error("error: \(problem)")
             throw ExitCode(2)
+        }
+    }
+
+    /// What facing the internet needs: connection caps, request deadlines, trusted proxies and session bounds.
+    private static func loadEdgeSettings(
+        into server: inout AuthServerConfiguration,
+        value: (String) -> String?,
+        number: (String, ClosedRange<Double>) throws -> Double?
+    ) throws {
+        if let count = try number("SIWA_MAX_CONNECTIONS", 16...1_000_000) {
+            server.connections.maximumConnections = Int(count)
+        }
+        if let count = try number("SIWA_MAX_CONNECTIONS_PER_ADDRESS", 1...1_000_000) {
+            server.connections.maximumConnectionsPerAddress = Int(count)
+        }
+        if let seconds = try number("SIWA_REQUEST_HEAD_TIMEOUT", 1...3600) {
+            server.connections.requestHeadTimeout = .milliseconds(Int64(seconds * 1000))
+        }
+        if let seconds = try number("SIWA_REQUEST_BODY_TIMEOUT", 1...3600) {
+            server.connections.requestBodyTimeout = .milliseconds(Int64(seconds * 1000))
+        }
+        var header = TrustedProxies.Header.xForwardedFor
+        if let name = value("SIWA_FORWARDED_HEADER") {
+            guard let parsed = TrustedProxies.Header(rawValue: name.lowercased()) else {
+                throw Problem(
+                    variable: "SIWA_FORWARDED_HEADER",
+                    fix: "expected x-forwarded-for or forwarded (the header your proxy writes), got '\(name)'"
+                )
+            }
+            header = parsed
+        }
+        if let list = value("SIWA_TRUSTED_PROXIES") {
+            do {
+                server.trustedProxies = try TrustedProxies(list.split(separator: ",").map(String.init), header: header)
+            } catch {
+                throw Problem(variable: "SIWA_TRUSTED_PROXIES", fix: error.description)
+            }
+        }
+        if let seconds = try number("SIWA_REFRESH_REUSE_GRACE", 0...60) { server.refreshReuseGrace = seconds }
+        if let count = try number("SIWA_MAX_SESSIONS_PER_IDENTITY_TOKEN", 0...1_000_000) {
+            server.maximumSessionsPerIdentityToken = Int(count)
+        }
+        if let count = try number("SIWA_MAX_FLOWS_PER_CLIENT", 1...1_000_000) {
+            server.maximumFlowsPerClient = Int(count)
+        }
+        if let rate = try number("SIWA_NOTIFICATION_RATE_LIMIT", 0...1_000_000) {
+            server.notificationRateLimit = rate == 0 ? nil : .init(requestsPerSecond: rate, burst: max(1, rate * 10))
         }
     }
 
@@ -83,6 +136,7 @@ struct ServerSettings {
             server.idleTimeout = seconds == 0 ? nil : .milliseconds(Int64(seconds * 1000))
         }
         if let bytes = try number("SIWA_MAX_HEADER_SIZE", 4096...1_048_576) { server.maximumHeaderSize = Int(bytes) }
+        try loadEdgeSettings(into: &server, value: value, number: number)
         if let count = try number("SIWA_USER_CACHE_SIZE", 1...10_000_000) { server.userCacheCapacity = Int(count) }
         if let link = try flag("SIWA_LINK_ACCOUNTS_BY_EMAIL") { server.linkAccountsByEmail = link }
         if let mode = value("SIWA_ACCOUNT_DELETION_MODE") {
@@ -276,29 +330,44 @@ struct ServerSettings {
             }
             return SymmetricKey(data: data)
         }
-        if let data = FileManager.default.contents(atPath: file) {
-            guard
-                let decoded = Data(
-                    base64Encoded: String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-                ),
-                decoded.count == 32
-            else {
-                throw Problem(variable: "SIWA_DATA_KEY_FILE", fix: "\(file) does not hold base64 of 32 bytes")
-            }
-            return SymmetricKey(data: decoded)
-        }
+        if let key = try readDataKey(file) { return key }
+        // A new key goes to a temporary file created 0600, then is linked into place: link() fails if another process
+        // (a second instance starting on the same folder) got there first, and a linked file is always complete, so
+        // both then use the same key.
         let key = SymmetricKey(size: .bits256)
-        let text = key.withUnsafeBytes { Data($0).base64EncodedString() } + "\n"
-        guard
-            FileManager.default.createFile(
-                atPath: file,
-                contents: Data(text.utf8),
-                attributes: [.posixPermissions: 0o600]
-            )
-        else {
+        let bytes = Array((key.withUnsafeBytes { Data($0).base64EncodedString() } + "\n").utf8)
+        let temporary = file + ".tmp-\(getpid())"
+        let descriptor = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        let written = descriptor >= 0 ? bytes.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) } : -1
+        if descriptor >= 0 {
+            fsync(descriptor)
+            close(descriptor)
+        }
+        defer { unlink(temporary) }
+        guard written == bytes.count else {
             throw Problem(variable: "SIWA_DATA_KEY_FILE", fix: "cannot create \(file); set SIWA_DATA_KEY instead")
         }
+        if link(temporary, file) != 0 {
+            guard errno == EEXIST, let theirs = try readDataKey(file) else {
+                throw Problem(variable: "SIWA_DATA_KEY_FILE", fix: "cannot create \(file); set SIWA_DATA_KEY instead")
+            }
+            return theirs
+        }
         return key
+    }
+
+    /// The key in `file`, or `nil` when there is no such file.
+    private static func readDataKey(_ file: String) throws -> SymmetricKey? {
+        guard let data = FileManager.default.contents(atPath: file) else { return nil }
+        guard
+            let decoded = Data(
+                base64Encoded: String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+            ),
+            decoded.count == 32
+        else {
+            throw Problem(variable: "SIWA_DATA_KEY_FILE", fix: "\(file) does not hold base64 of 32 bytes")
+        }
+        return SymmetricKey(data: decoded)
     }
 
     /// `teamID: …` → `TEAM_ID`, naming the environment variable from a setting in an error reason.

@@ -68,6 +68,10 @@ public enum AccountStoreConformance {
             Check("saveAppleToken replaces the token and needs an existing user", appleTokenIsReplaced),
             Check("createSession needs a user and a new token hash", createSessionNeedsUserAndNewHash),
             Check("a rotated token presented again is reuse and revokes the session", rotationDetectsReuse),
+            Check(
+                "a used token presented again within the grace window rotates again, after it is reuse",
+                reuseWithinGraceRotatesAgain
+            ),
             Check("rotation answers expired and notFound", rotationAnswersExpiredAndNotFound),
             Check("10 concurrent rotations of one token rotate it once", concurrentRotationsRotateOnce),
             Check("the next token takes session and user from the presented one", nextTokenTakesPresentedIDs),
@@ -388,6 +392,58 @@ public enum AccountStoreConformance {
             Fixture.expectSameTime(revocation.revokedAt, Fixture.time(2_000))
         }
         #expect(!(try await store.revokeSession(session, now: Fixture.time(4_000))), "the session is already revoked")
+    }
+
+    static func reuseWithinGraceRotatesAgain(_ store: any AccountStore) async throws {
+        let user = try await store.signIn(Fixture.facts(), now: Fixture.time(0)).user
+        let session = SessionID()
+        let first = Fixture.refreshToken(session, user.id)
+        try await store.createSession(firstToken: first, now: Fixture.time(0))
+        let second = Fixture.refreshToken(session, user.id)
+        let rotated = try await store.rotateRefreshToken(
+            presentedHash: first.hash,
+            next: second,
+            now: Fixture.time(1_000),
+            reuseGrace: 5
+        )
+        #expect(rotated == .rotated(sessionID: session, userID: user.id))
+
+        // A second tab presents the same token 2 s later: it gets a successor of its own, and both stay current.
+        let sibling = Fixture.refreshToken(session, user.id)
+        let again = try await store.rotateRefreshToken(
+            presentedHash: first.hash,
+            next: sibling,
+            now: Fixture.time(3_000),
+            reuseGrace: 5
+        )
+        #expect(again == .rotated(sessionID: session, userID: user.id), "within the grace window: no revocation")
+        #expect(
+            try await store.checkRefreshToken(presentedHash: second.hash, now: Fixture.time(3_000))
+                == .current(sessionID: session, userID: user.id)
+        )
+        #expect(
+            try await store.checkRefreshToken(presentedHash: sibling.hash, now: Fixture.time(3_000))
+                == .current(sessionID: session, userID: user.id)
+        )
+        #expect(try await store.revokedSessions(since: Fixture.time(0)).isEmpty)
+
+        // The grace window counts from the first use: 6 s after it, the same token is theft.
+        let late = try await store.rotateRefreshToken(
+            presentedHash: first.hash,
+            next: Fixture.refreshToken(session, user.id),
+            now: Fixture.time(7_000),
+            reuseGrace: 5
+        )
+        #expect(late == .reused(sessionID: session, userID: user.id), "after the grace window: reuse")
+        #expect(
+            try await store.rotateRefreshToken(
+                presentedHash: sibling.hash,
+                next: Fixture.refreshToken(session, user.id),
+                now: Fixture.time(8_000),
+                reuseGrace: 5
+            ) == .revoked(sessionID: session, userID: user.id),
+            "reuse revoked the whole session, the sibling token included"
+        )
     }
 
     static func rotationAnswersExpiredAndNotFound(_ store: any AccountStore) async throws {

@@ -96,6 +96,18 @@ import Foundation
         }
     }
 
+    @Test func theDatabaseFilesAreReadableByTheirOwnerOnly() async throws {
+        try await StoreHarness.withSQLitePath { path in
+            try await StoreHarness.withSQLiteStore(path: path) { store async throws -> Void in
+                try await store.saveServerNonce(hash: Array(repeating: 7, count: 32), expiresAt: Date())
+                for file in [path, path + "-wal", path + "-shm"] {
+                    let mode = try FileManager.default.attributesOfItem(atPath: file)[.posixPermissions] as? Int
+                    #expect(mode == 0o600, "\(file) is \(String(mode ?? 0, radix: 8)), not 600")
+                }
+            }
+        }
+    }
+
     @Test func theSingleStatementSignInAndRefreshLeaveNothingInTheFile() async throws {
         try await StoreHarness.withSQLitePath { path in
             try await StoreHarness.withSQLiteStore(path: path) { store async throws -> Void in

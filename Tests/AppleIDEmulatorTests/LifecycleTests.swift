@@ -276,6 +276,9 @@ struct LifecycleTests {
                 token: credential["identityToken"] as! String
             )
         }
+        // The state holds the emulator's private keys: readable by its owner only.
+        let mode = try FileManager.default.attributesOfItem(atPath: stateFile)[.posixPermissions] as? Int
+        #expect(mode == 0o600, "the state file is 0600, not \(String(mode ?? 0, radix: 8))")
         try await EmulatorHarness.run(stateFile: stateFile, teamKey: teamKey, clock: clock) { emulator in
             let again = try await emulator.nativeSignIn("persist@example.com")
             #expect(again["user"] as? String == remembered.sub)

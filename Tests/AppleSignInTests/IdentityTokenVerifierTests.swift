@@ -298,20 +298,20 @@ struct IdentityTokenVerifierTests {
         #expect(!PrivateRelayEmail.isPrivateRelay(email: "y@icloud.com", claim: nil))
     }
 
-    @Test func audienceArrayNeedsOneAllowedMember() async throws {
-        let allowed = try apple.sign(
-            headerJSON: #"{"kid":"\#(apple.kid)","alg":"RS256"}"#,
-            claimsJSON: claims().json.replacing(
-                #""aud":"com.example.app""#,
-                with: #""aud":["com.other","com.example.app"]"#
+    @Test func anAudienceArrayMustBeExactlyOneAllowedClient() async throws {
+        func token(_ audience: String) throws -> String {
+            try apple.sign(
+                headerJSON: #"{"kid":"\#(apple.kid)","alg":"RS256"}"#,
+                claimsJSON: claims().json.replacing(#""aud":"com.example.app""#, with: #""aud":\#(audience)"#)
             )
-        )
-        #expect(try await verifier().verify(allowed).aud == ClientID(Self.bundleID))
-        let refused = try apple.sign(
-            headerJSON: #"{"kid":"\#(apple.kid)","alg":"RS256"}"#,
-            claimsJSON: claims().json.replacing(#""aud":"com.example.app""#, with: #""aud":["com.other"]"#)
-        )
-        await #expect(throws: AppleSignInError.audienceMismatch(got: "")) { try await verifier().verify(refused) }
+        }
+        #expect(try await verifier().verify(try token(#"["com.example.app"]"#)).aud == ClientID(Self.bundleID))
+        // OpenID Connect Core 3.1.3.7: a token that also names an audience we do not trust is refused.
+        for audience in [#"["com.other","com.example.app"]"#, #"["com.example.app","com.other"]"#, #"["com.other"]"#] {
+            await #expect(throws: AppleSignInError.audienceMismatch(got: ""), "\(audience)") {
+                try await verifier().verify(try token(audience))
+            }
+        }
     }
 }
 

@@ -3,6 +3,7 @@ import Foundation
 import HTTPTypes
 import HummingbirdTesting
 import NIOCore
+import SiwaTesting
 import Testing
 
 /// `GET /metrics`: Prometheus text counting requests by route, sign-ins, refreshes, refused tokens and Apple calls.
@@ -19,6 +20,7 @@ struct MetricsTests {
             #expect(rotated.status == .ok)
             let me = try await harness.call(.get, "/api/me", bearer: rotated.json.string("accessToken"))
             #expect(me.status == .ok)
+            harness.clock.advance(by: 10)  // past the grace window
             let reused = try await harness.call(.post, "/auth/refresh", json: ["refreshToken": refreshToken])
             #expect(reused.json.string("error") == "refresh_token_reused")
             let expired = try await harness.appleCredential("late@example.com", expiresIn: -300)

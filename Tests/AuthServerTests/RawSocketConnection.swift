@@ -17,10 +17,24 @@ final class RawSocketConnection: @unchecked Sendable {
     private let descriptor: Int32
     private var closed = false
 
-    /// Connects to `127.0.0.1:port`.
-    init(port: Int) throws {
+    /// Connects to `127.0.0.1:port` from `source`, an address of the loopback range (127.0.0.0/8 is all on the
+    /// loopback interface, so `127.0.0.2` is another client to the server).
+    init(port: Int, from source: String = "127.0.0.1") throws {
         descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard descriptor >= 0 else { throw RawSocketError("socket() failed: errno \(errno)") }
+        var local = sockaddr_in()
+        local.sin_family = sa_family_t(AF_INET)
+        local.sin_addr.s_addr = inet_addr(source)
+        let bound = withUnsafePointer(to: &local) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        guard bound == 0 else {
+            let error = errno
+            systemClose(descriptor)
+            throw RawSocketError("bind() to \(source) failed: errno \(error)")
+        }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = in_port_t(UInt16(port).bigEndian)

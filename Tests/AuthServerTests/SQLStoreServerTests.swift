@@ -3,6 +3,7 @@ import AccountStoreSQL
 import Foundation
 import HTTPTypes
 import Logging
+import SiwaTesting
 import Testing
 
 /// The server end to end on the SQL stores that `siwa serve` uses: SQLite always, PostgreSQL when
@@ -63,6 +64,7 @@ struct SQLStoreServerTests {
                 let refreshToken = try #require(again.json.string("refreshToken"))
                 let rotated = try await harness.call(.post, "/auth/refresh", json: ["refreshToken": refreshToken])
                 #expect(rotated.status == .ok)
+                harness.clock.advance(by: 10)  // past the grace window
                 let reuse = try await harness.call(.post, "/auth/refresh", json: ["refreshToken": refreshToken])
                 #expect(reuse.json.string("error") == "refresh_token_reused")
                 let access = try #require(rotated.json.string("accessToken"))

@@ -35,6 +35,9 @@ struct ServerHarness: Sendable {
     let dataKey: SymmetricKey
     /// The server's own base URL on loopback (with `web: true`, also its public URL).
     var serverURL: String = ""
+    /// The cookies a browser keeps between requests that the tests do not pass themselves: the web flow's binding
+    /// cookie, which the authorize route sets and Apple's cross-site `form_post` carries back.
+    let browserCookies = BrowserCookieJar()
 
     /// Runs `body` with an emulator and a server built by `buildApplication`.
     /// - Parameters:
@@ -267,4 +270,24 @@ extension Dictionary where Key == String, Value == Any {
     /// `self["user"]` as an object.
     var user: [String: Any] { self["user"] as? [String: Any] ?? [:] }
     func string(_ key: String) -> String? { self[key] as? String }
+}
+
+/// The web-flow binding cookie of one browser profile (`siwa_flow` or `__Host-siwa_flow`).
+final class BrowserCookieJar: Sendable {
+    private let cookies = Mutex<[String: String]>([:])
+    static let kept = ["siwa_flow", "__Host-siwa_flow"]
+
+    func keep(from headers: HTTPFields) {
+        for header in headers[values: .setCookie] {
+            let pair = header.split(separator: ";", maxSplits: 1)[0].split(separator: "=", maxSplits: 1)
+            guard pair.count == 2 || pair.count == 1, Self.kept.contains(String(pair[0])) else { continue }
+            let value = pair.count == 2 ? String(pair[1]) : ""
+            let expired = header.contains("Max-Age=0")
+            cookies.withLock { $0[String(pair[0])] = expired || value.isEmpty ? nil : value }
+        }
+    }
+
+    var all: [String: String] { cookies.withLock { $0 } }
+
+    func clear() { cookies.withLock { $0.removeAll() } }
 }

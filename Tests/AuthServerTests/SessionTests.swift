@@ -20,7 +20,9 @@ struct SessionTests {
             #expect(secondRefresh != firstRefresh)
             #expect(try await harness.call(.get, "/api/me", bearer: secondAccess).status == .ok)
 
-            // The rotated token again: theft. The whole family dies, including the newest tokens.
+            // The rotated token again, past the grace window for racing tabs: theft. The whole family dies, including
+            // the newest tokens.
+            harness.clock.advance(by: 10)
             let reuse = try await harness.call(.post, "/auth/refresh", json: ["refreshToken": firstRefresh])
             #expect(reuse.status == .unauthorized)
             #expect(reuse.json.string("error") == "refresh_token_reused")

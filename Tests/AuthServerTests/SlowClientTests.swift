@@ -11,9 +11,13 @@ struct SlowClientTests {
     /// A request head cut off in the middle of a header field.
     static let halfHead = "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: "
 
+    /// The idle timeout alone: the request-head deadline and the per-address cap (EdgeLimitsTests) are set out of
+    /// the way, since these clients all come from 127.0.0.1.
     static func configuration(idleTimeout: Duration?) -> AuthServerConfiguration {
         var configuration = AuthServerConfiguration(authRateLimit: nil, storeRefreshInterval: .milliseconds(200))
         configuration.idleTimeout = idleTimeout
+        configuration.connections.requestHeadTimeout = .seconds(600)
+        configuration.connections.maximumConnectionsPerAddress = 1_000
         return configuration
     }
 

@@ -118,4 +118,69 @@ struct WebBrowserTests {
             #expect(try await harness.store.users(limit: 10, after: nil).count == 1)
         }
     }
+
+    /// Login CSRF in real browsers: the attacker consents in their own browser and keeps Apple's `form_post` form; a
+    /// victim's browser (another profile, which never started the flow) submits it to the callback. The server refuses
+    /// it and the victim is not signed in as anyone.
+    @Test func aConsentedFormReplayedFromAnotherBrowserProfileIsRefused() async throws {
+        try await ServerHarness.run(configuration: WebSignInTests.configuration(), web: true) { harness in
+            let attacker = try await browser(javaScript: false, log: "chromedriver-attacker.log")
+            var fields: [(String, String)] = []
+            do {
+                try await attacker.navigate(to: harness.serverURL + "/login")
+                try await attacker.click("a.apple-button")
+                try await attacker.wait(for: "the consent page") { url, _ in url.hasPrefix(harness.emulatorURL) }
+                try await attacker.type("attacker@example.com", into: "#email")
+                try await attacker.click(#"button[value="continue"]"#)
+                try await attacker.wait(for: "Apple's form_post page") { _, source in
+                    source.contains("apple-form-post")
+                }
+                let page = try await attacker.pageSource()
+                fields = WebPage(status: .ok, headers: [:], body: page).hiddenFieldsOrEmpty
+                #expect(try await attacker.cookies()["siwa_flow"] != nil, "the flow is bound to the attacker's browser")
+                await attacker.quit()
+            } catch {
+                await attacker.quit()
+                throw error
+            }
+            #expect(fields.contains { $0.0 == "id_token" } && fields.contains { $0.0 == "state" })
+
+            let victim = try await browser(javaScript: false, log: "chromedriver-victim.log")
+            do {
+                // The attacker's page: the kept form, posting cross-site to the callback.
+                let inputs = fields.map { name, value in
+                    #"<input type="hidden" name="\#(name)" value="\#(Self.escape(value))">"#
+                }.joined()
+                let html =
+                    #"<form method="post" action="\#(harness.serverURL)/auth/apple/callback">"#
+                    + inputs + #"<button id="go">Continue</button></form>"#
+                try await victim.navigate(
+                    to: "data:text/html;charset=utf-8,"
+                        + html.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!
+                )
+                try await victim.click("#go")
+                try await victim.wait(for: "the callback's answer") { url, _ in url.contains("/auth/apple/callback") }
+                let answer = try await victim.pageSource()
+                try await screenshot(victim, "csrf-refused.png")
+                #expect(answer.contains("flow_not_started_here"))
+                let cookies = try await victim.cookies()
+                #expect(cookies["siwa_session"] == nil && cookies["siwa_refresh"] == nil, "the victim is not signed in")
+                await victim.quit()
+            } catch {
+                await victim.quit()
+                throw error
+            }
+            #expect(try await harness.store.users(limit: 10, after: nil).isEmpty)
+        }
+    }
+
+    private static func escape(_ text: String) -> String {
+        text.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "\"", with: "&quot;")
+            .replacingOccurrences(of: "<", with: "&lt;").replacingOccurrences(of: ">", with: "&gt;")
+    }
+}
+
+extension WebPage {
+    /// The hidden fields of the page's form, or none.
+    var hiddenFieldsOrEmpty: [(String, String)] { (try? hiddenFields()) ?? [] }
 }

@@ -80,7 +80,9 @@ extension ServerHarness {
         headers: HTTPFields = [:]
     ) async throws -> WebPage {
         var fields = headers
-        if !cookies.isEmpty {
+        // The browser's own cookies (the web flow's binding), unless the test names them.
+        let cookies = browserCookies.all.merging(cookies) { _, named in named }.filter { !$0.value.isEmpty }
+        if !cookies.isEmpty, fields[.cookie] == nil {
             fields[.cookie] = cookies.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: "; ")
         }
         var payload: ByteBuffer?
@@ -91,6 +93,7 @@ extension ServerHarness {
             payload = ByteBuffer(string: body)
         }
         let response = try await server.execute(uri: path, method: method, headers: fields, body: payload)
+        browserCookies.keep(from: response.headers)
         return WebPage(
             status: response.status,
             headers: response.headers,

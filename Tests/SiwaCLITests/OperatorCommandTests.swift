@@ -34,6 +34,17 @@ struct OperatorCommandTests {
         #expect(broken.stderr.contains("SIWA_PORT"))
     }
 
+    /// Two instances starting on one new folder at the same moment (a deployment restarting both) both come up, on
+    /// one schema and one data key.
+    @Test func twoProcessesMigratingOneNewFileAtOnceBothSucceed() async throws {
+        async let first = SiwaProcess.run(["migrate"], environment: environment)
+        async let second = SiwaProcess.run(["migrate"], environment: environment)
+        let results = try await [first, second]
+        for result in results { #expect(result.status == 0, "stderr: \(result.stderr)") }
+        let again = try await SiwaProcess.run(["keys", "rotate"], environment: environment)
+        #expect(again.status == 0, "the data key both used unseals the stored signing key: \(again.stderr)")
+    }
+
     @Test func keysRotateAddsAKeyEachTime() async throws {
         let first = try await SiwaProcess.run(["keys", "rotate"], environment: environment)
         #expect(first.status == 0)

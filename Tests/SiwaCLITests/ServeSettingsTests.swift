@@ -1,5 +1,10 @@
 import Foundation
+import SiwaTesting
 import Testing
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
 
 /// `siwa serve` refuses a bad setting before it opens anything, naming the variable.
 @Suite("siwa serve settings")
@@ -9,6 +14,11 @@ struct ServeSettingsTests {
         ("SIWA_USER_CACHE_SIZE", "0"),
         ("SIWA_COMPAT", "servicestack,django"), ("SIWA_SERVICESTACK_TOKEN_COOKIES", "maybe"),
         ("SIWA_ACCOUNT_DELETION_MODE", "shred"), ("SIWA_ALLOWED_ANDROID_PACKAGES", "not a package"),
+        ("SIWA_TRUSTED_PROXIES", "proxy.internal"), ("SIWA_TRUSTED_PROXIES", "10.0.0.0/40"),
+        ("SIWA_FORWARDED_HEADER", "x-real-ip"), ("SIWA_MAX_CONNECTIONS", "lots"),
+        ("SIWA_MAX_CONNECTIONS_PER_ADDRESS", "0"), ("SIWA_REQUEST_HEAD_TIMEOUT", "0"),
+        ("SIWA_REQUEST_BODY_TIMEOUT", "forever"), ("SIWA_REFRESH_REUSE_GRACE", "999"),
+        ("SIWA_MAX_SESSIONS_PER_IDENTITY_TOKEN", "-1"),
     ])
     func aBadSettingStopsStartUpNamingIt(variable: String, value: String) async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("siwa-serve-\(UUID().uuidString)")
@@ -28,5 +38,48 @@ struct ServeSettingsTests {
             !FileManager.default.fileExists(atPath: directory.appendingPathComponent("s.sqlite").path),
             "nothing is created before the settings are valid"
         )
+    }
+
+    /// Started under systemd's default soft limit of 1,024 open files, `serve` raises it to the hard limit (so that a
+    /// connection flood is refused by siwa's own cap, not ended by a failed descriptor), and creates its data key and
+    /// database readable by their owner only.
+    @Test func serveRaisesItsOpenFileLimitAndKeepsItsFilesPrivate() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("siwa-serve-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let port = Int.random(in: 10_000...19_999)
+        var environment = ProcessInfo.processInfo.environment
+        environment.merge([
+            "SIWA_BUNDLE_IDS": "com.example.app", "SIWA_PORT": String(port),
+            "SIWA_DATABASE_PATH": directory.appendingPathComponent("s.sqlite").path,
+            "SIWA_DATA_KEY_FILE": directory.appendingPathComponent("data.key").path,
+        ]) { $1 }
+        let server = try ChildProcess(
+            "/usr/bin/prlimit",
+            arguments: ["--nofile=1024:", "--", SiwaProcess.executable.path, "serve"],
+            environment: environment,
+            stdout: directory.appendingPathComponent("serve.log").path,
+            stderr: directory.appendingPathComponent("serve.log").path
+        )
+        defer {
+            server.terminate(signal: SIGTERM)
+            _ = server.waitForExit()
+        }
+        var up = false
+        for _ in 0..<200 where !up {
+            up = (try? await URLSession.shared.data(from: URL(string: "http://127.0.0.1:\(port)/healthz")!)) != nil
+            if !up { try await Task.sleep(for: .milliseconds(50)) }
+        }
+        try #require(up, "siwa serve did not come up")
+        let limits = try String(contentsOfFile: "/proc/\(server.pid)/limits", encoding: .utf8)
+        let openFiles = try #require(limits.split(separator: "\n").first { $0.hasPrefix("Max open files") })
+        let fields = openFiles.split(separator: " ", omittingEmptySubsequences: true)
+        #expect(fields.count >= 5 && fields[3] == fields[4], "soft limit raised to the hard one: \(openFiles)")
+        #expect(fields.count >= 5 && fields[3] != "1024" || fields[4] == "1024", "\(openFiles)")
+        for file in ["data.key", "s.sqlite"] {
+            let path = directory.appendingPathComponent(file).path
+            let mode = try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int
+            #expect(mode == 0o600, "\(file) is \(String(mode ?? 0, radix: 8)), not 600")
+        }
     }
 }

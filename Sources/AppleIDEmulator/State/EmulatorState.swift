@@ -4,6 +4,12 @@ import Foundation
 import JWTKit
 import Logging
 
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// The emulator's memory and its rules: Apple IDs, consent, codes, tokens, keys, faults and the call log.
 actor EmulatorState {
     let configuration: EmulatorConfiguration
@@ -192,6 +198,7 @@ actor EmulatorState {
         clientID: String,
         nonce: String?,
         native: Bool,
+        code: String? = nil,
         lifetime: Int = 600
     ) async throws -> String {
         let link = link(appleID, team: teamID)
@@ -210,6 +217,9 @@ actor EmulatorState {
             iat: issued,
             sub: link.sub,
             nonce: nonce,
+            // As Apple does next to a code: base64url of the left half of the code's SHA-256 (OpenID Connect Core
+            // 3.3.2.11). It also makes two sign-ins in one second two different tokens, as on a device.
+            cHash: code.map { Self.base64URL(Data(SHA256.hash(data: Array($0.utf8)).prefix(16))) },
             email: email,
             emailVerified: true,
             isPrivateEmail: isPrivate,
@@ -474,7 +484,8 @@ actor EmulatorState {
                         teamID: team.teamID,
                         clientID: clientID,
                         nonce: parameters.nonce,
-                        native: false
+                        native: false,
+                        code: code
                     )
                 )
             )
@@ -513,6 +524,7 @@ actor EmulatorState {
             clientID: request.clientId,
             nonce: request.nonce,
             native: true,
+            code: code,
             lifetime: request.expiresIn ?? 600
         )
         let record = records.appleIDs[appleID]
@@ -632,9 +644,34 @@ actor EmulatorState {
         let encoder = JSONEncoder()
         encoder.dateEncodingStrategy = .secondsSince1970
         do {
-            try encoder.encode(records).write(to: URL(fileURLWithPath: stateFile), options: .atomic)
+            try Self.writePrivately(Array(try encoder.encode(records)), to: stateFile)
         } catch {
             logger.error("could not save emulator state", metadata: ["file": "\(stateFile)", "error": "\(error)"])
+        }
+    }
+
+    /// Replaces `path` with `bytes`, readable by the owner only (0600: the state holds the emulator's private keys):
+    /// written to a temporary file created 0600 beside it, then renamed over it, so a crash never leaves half a file.
+    static func writePrivately(_ bytes: [UInt8], to path: String) throws {
+        let temporary = path + ".tmp-\(getpid())"
+        let descriptor = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else { throw CocoaError(.fileWriteNoPermission) }
+        var written = 0
+        while written < bytes.count {
+            let count = bytes[written...].withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
+            guard count > 0 else {
+                close(descriptor)
+                unlink(temporary)
+                throw CocoaError(.fileWriteUnknown)
+            }
+            written += count
+        }
+        fchmod(descriptor, 0o600)
+        fsync(descriptor)
+        close(descriptor)
+        guard rename(temporary, path) == 0 else {
+            unlink(temporary)
+            throw CocoaError(.fileWriteUnknown)
         }
     }
 

@@ -185,7 +185,9 @@ struct SignedAppleJWT {
         Int(max(-1e15, min(1e15, interval)))
     }
 
-    /// `aud` is a string, or (as JWT allows) an array of strings; one of them must be an allowed client id.
+    /// `aud` is a string, or (as JWT allows) an array of strings, naming exactly one audience, which must be an
+    /// allowed client id: a token that also names another audience is refused (OpenID Connect Core 3.1.3.7, extra
+    /// audiences not trusted by the client), whatever the order.
     static func matchAudience(_ value: JSONValue?, allowed: [ClientID]) throws(AppleSignInError) -> ClientID {
         switch value {
         case .string(let audience):
@@ -197,7 +199,7 @@ struct SignedAppleJWT {
             guard audiences.count == values.count, !audiences.isEmpty else {
                 throw .malformed("claim 'aud' is not a string or an array of strings")
             }
-            guard let match = audiences.first(where: { allowed.contains(ClientID($0)) }) else {
+            guard audiences.count == 1, let match = audiences.first, allowed.contains(ClientID(match)) else {
                 throw .audienceMismatch(got: String(audiences.joined(separator: ",").prefix(255)))
             }
             return ClientID(match)

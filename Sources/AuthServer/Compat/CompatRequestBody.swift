@@ -1,3 +1,4 @@
+import AppleSignIn
 import Foundation
 import Hummingbird
 import NIOCore
@@ -37,17 +38,47 @@ struct CompatRequestBody: Sendable {
             return CompatRequestBody(fields: [:])
         }
         if first == UInt8(ascii: "{") {
+            // One strict reading (no duplicated key), as on siwa's own routes.
+            do {
+                _ = try JSONReader.parseObject(bytes)
+            } catch {
+                throw AuthServerError.badRequest(
+                    "invalid_json",
+                    "the body is not a single JSON object: \(error.reason)"
+                )
+            }
             guard let object = try? JSONSerialization.jsonObject(with: Data(bytes)) as? [String: Any] else {
                 throw AuthServerError.badRequest("invalid_json", "the body is not a JSON object")
             }
+            if let name = normalizedDuplicate(in: object) { throw duplicate(name) }
             return CompatRequestBody(json: object)
         }
         guard isForm(contentType) else {
             throw AuthServerError.badRequest("invalid_body", "send a JSON object or a form")
         }
         var fields: [String: Field] = [:]
-        for (name, value) in formFields(bytes) { fields[Self.normalize(name)] = .text(value) }
+        for (name, value) in formFields(bytes) {
+            // Names bind case-insensitively: `AccessToken` and `access_token` twice would be two readings of one field.
+            guard fields.updateValue(.text(value), forKey: Self.normalize(name)) == nil else { throw duplicate(name) }
+        }
         return CompatRequestBody(fields: fields)
+    }
+
+    private static func duplicate(_ name: String) -> AuthServerError {
+        AuthServerError.badRequest(
+            "duplicate_field",
+            "field '\(String(name.prefix(64)))' is sent more than once (names match case-insensitively)"
+        )
+    }
+
+    /// A name that two keys of `object` (or of an object inside it) share once normalised.
+    private static func normalizedDuplicate(in object: [String: Any]) -> String? {
+        var seen: Set<String> = []
+        for (name, value) in object {
+            guard seen.insert(normalize(name)).inserted else { return name }
+            if let nested = value as? [String: Any], let inner = normalizedDuplicate(in: nested) { return inner }
+        }
+        return nil
     }
 
     static func isForm(_ contentType: String?) -> Bool {

@@ -9,8 +9,9 @@ import NIOCore
 /// snake_case user fields. Its clients keep one refresh token, so refresh answers a new access token and does not
 /// rotate.
 struct RentManagerController: Sendable {
-    let sessions: SessionController
-    let compatibility: CompatibilityConfiguration
+    let configuration: AuthServerConfiguration
+    let signIn: SignInService
+    let sessions: SessionService
 
     struct SignInBody: Decodable {
         struct User: Decodable {
@@ -59,17 +60,18 @@ struct RentManagerController: Sendable {
 
     @Sendable func signIn(_ request: Request, context: SiwaRequestContext) async throws -> Response {
         await Self.answering {
-            let body = try await request.decodeJSON(SignInBody.self, limit: sessions.configuration.maximumBodySize)
+            let body = try await request.decodeJSON(SignInBody.self, limit: configuration.maximumBodySize)
             guard !body.identityToken.isEmpty else {
                 throw AuthServerError.badRequest("missing_field", "field 'identityToken' is required")
             }
-            let signedIn = try await sessions.signIn.signIn(
+            let signedIn = try await signIn.signIn(
                 identityToken: body.identityToken,
                 authorizationCode: body.authorizationCode,
                 nonce: body.nonce,
                 givenName: body.user?.name?.firstName,
                 familyName: body.user?.name?.lastName,
-                flow: .compat
+                flow: .compat,
+                contract: .rentManager
             )
             return try ServiceStackController.json(
                 SignInAnswer(
@@ -84,15 +86,15 @@ struct RentManagerController: Sendable {
 
     @Sendable func refresh(_ request: Request, context: SiwaRequestContext) async throws -> Response {
         await Self.answering {
-            let body = try await request.decodeJSON(RefreshBody.self, limit: sessions.configuration.maximumBodySize)
-            let access = try await sessions.accessToken(forRefreshToken: body.refreshToken)
+            let body = try await request.decodeJSON(RefreshBody.self, limit: configuration.maximumBodySize)
+            let access = try await sessions.accessToken(forRefreshToken: body.refreshToken, contract: .rentManager)
             return try ServiceStackController.json(RefreshAnswer(token: access.accessToken))
         }
     }
 
     private func user(_ user: UserRecord) -> UserBody {
         let name = [user.givenName, user.familyName].compactMap { $0 }.joined(separator: " ")
-        let admin = compatibility.isAdmin(userID: user.id.description, email: user.email)
+        let admin = configuration.compatibility.isAdmin(userID: user.id.description, email: user.email)
         return UserBody(
             id: user.id.description,
             email: user.email,

@@ -9,12 +9,14 @@ import NIOCore
 /// ServiceStack's client contract (`AppleAuthProvider` with `JwtAuthProvider`, as its Flutter and SwiftUI samples and
 /// its `JsonServiceClient`s call it), over siwa's one sign-in and session implementation.
 struct ServiceStackController: Sendable {
-    let sessions: SessionController
+    let configuration: AuthServerConfiguration
+    let signIn: SignInService
+    let sessions: SessionService
     let web: WebController
-    let compatibility: CompatibilityConfiguration
+    var compatibility: CompatibilityConfiguration { configuration.compatibility }
 
     /// The web flow's `redirect_uri` on this contract: ServiceStack's provider URL, which Apple's `form_post` reaches.
-    var callbackURL: String { sessions.configuration.publicBaseURL + "/auth/apple" }
+    var callbackURL: String { configuration.publicBaseURL + "/auth/apple" }
 
     static let tokenCookie = "ss-tok"
     static let refreshCookie = "ss-reftok"
@@ -74,6 +76,7 @@ struct ServiceStackController: Sendable {
         auth.get("/apple", use: startWebFlow)
         auth.post("", use: authenticate)
         auth.get("", use: authenticate)
+        auth.get("/logout", use: logout)
         router.post("/api/Authenticate", use: authenticate)
         router.get("/api/Authenticate", use: authenticate)
         router.post("/json/reply/Authenticate", use: authenticate)
@@ -94,7 +97,7 @@ struct ServiceStackController: Sendable {
     @Sendable func authenticate(_ request: Request, context: SiwaRequestContext) async throws -> Response {
         let bytes: [UInt8]
         do {
-            bytes = try await CompatRequestBody.collect(request, limit: sessions.configuration.maximumBodySize)
+            bytes = try await CompatRequestBody.collect(request, limit: configuration.maximumBodySize)
         } catch let error as AuthServerError {
             return ServiceStackError(error).response
         }
@@ -104,6 +107,7 @@ struct ServiceStackController: Sendable {
             if names.contains("state"), names.contains("id_token") || names.contains("error") {
                 do {
                     return await web.completeFlow(
+                        request,
                         body: bytes,
                         servicesID: try web.servicesID(),
                         redirectURI: callbackURL,
@@ -118,7 +122,8 @@ struct ServiceStackController: Sendable {
             let body = try CompatRequestBody.parse(bytes, contentType: request.headers[.contentType])
             let query = request.uri.queryParameters
             let provider = body.string("provider") ?? query["provider"].map(String.init)
-            guard let provider, !provider.isEmpty else { return try await currentSession(request) }
+            guard let provider, !provider.isEmpty else { return try await currentSession(request, context: context) }
+            if provider.lowercased() == "logout" { return try await endSession(request, context: context) }
             guard provider.lowercased() == "apple" else {
                 throw ServiceStackError.validation(
                     "NotSupported",
@@ -140,13 +145,19 @@ struct ServiceStackController: Sendable {
         }
         let meta = body.objectOrJSONText("meta")
         func field(_ name: String) -> String? { meta?.string(name) ?? body.string(name) }
-        let signedIn = try await sessions.signIn.signIn(
+        let setsCookies = compatibility.serviceStackTokenCookies || body.bool("useTokenCookie")
+        if setsCookies {
+            // A cross-site form must not plant the attacker's session in a victim's browser (login CSRF).
+            try CSRFCheck.refuseForeignOrigin(request, configuration: configuration)
+        }
+        let signedIn = try await signIn.signIn(
             identityToken: identityToken,
             authorizationCode: field("authorizationCode"),
             nonce: field("nonce"),
             givenName: field("givenName"),
             familyName: field("familyName"),
-            flow: .compat
+            flow: .compat,
+            contract: .serviceStack
         )
         var response = try Self.json(
             answer(
@@ -156,17 +167,18 @@ struct ServiceStackController: Sendable {
                 refreshToken: signedIn.refreshToken,
             )
         )
-        if compatibility.serviceStackTokenCookies || body.bool("useTokenCookie") {
+        if setsCookies {
             setTokenCookies(on: &response, bearer: signedIn.accessToken, refresh: signedIn.refreshToken)
         }
         return response
     }
 
-    private func currentSession(_ request: Request) async throws -> Response {
-        guard let token = Self.token(in: request) else { throw ServiceStackError.notAuthenticated }
+    /// The current session. The bearer token is answered back only when the client sent it as a header: a token
+    /// from the HttpOnly `ss-tok` cookie stays out of reach of page scripts.
+    private func currentSession(_ request: Request, context: SiwaRequestContext) async throws -> Response {
         let claims: AccessTokenClaims
         do {
-            claims = try sessions.authenticate(token)
+            claims = try context.requireSession().claims
         } catch {
             throw ServiceStackError.notAuthenticated
         }
@@ -175,11 +187,33 @@ struct ServiceStackController: Sendable {
             answer(
                 user: user,
                 sessionID: claims.sessionID.description,
-                bearerToken: token,
+                bearerToken: request.bearerToken,
                 refreshToken: nil,
             )
         )
     }
+
+    /// `GET /auth/logout`: ServiceStack's sign-out.
+    @Sendable func logout(_ request: Request, context: SiwaRequestContext) async throws -> Response {
+        await Self.answering(request) { try await endSession(request, context: context) }
+    }
+
+    /// Ends the session of the bearer token or the `ss-tok` / `ss-reftok` cookies, and clears the cookies, as
+    /// ServiceStack's `Authenticate {provider: "logout"}` and `/auth/logout` do. Nothing to end is not an error.
+    private func endSession(_ request: Request, context: SiwaRequestContext) async throws -> Response {
+        if case .refused(let error) = context.authentication, error.status == .forbidden { throw error }
+        if let claims = context.session { try await sessions.endSession(claims.sessionID) }
+        if let refreshToken = request.cookies[Self.refreshCookie]?.value, !refreshToken.isEmpty {
+            try await sessions.endSession(refreshToken: refreshToken)
+        }
+        var response = try Self.json(EmptyResponse())
+        for name in [Self.tokenCookie, Self.refreshCookie] where request.cookies[name] != nil {
+            response.setCookie(cookie(name, "", maxAge: 0))
+        }
+        return response
+    }
+
+    struct EmptyResponse: Encodable {}
 
     /// `GET /auth/apple?ReturnUrl=…` starts the web flow (also `ReturnUrl=android:<package>`, the
     /// `FlutterSignInWithApple` option); Apple's `form_post` comes back to `POST /auth/apple`.
@@ -187,7 +221,11 @@ struct ServiceStackController: Sendable {
         let query = request.uri.queryParameters
         let returnURL = ["ReturnUrl", "returnUrl", "continue", "redirect"].lazy.compactMap { query[$0] }.first
         do {
-            return try await web.startFlow(returnURL: returnURL.map(String.init) ?? "/", redirectURI: callbackURL)
+            return try await web.startFlow(
+                request,
+                returnURL: returnURL.map(String.init) ?? "/",
+                redirectURI: callbackURL
+            )
         } catch let error as AuthServerError {
             return ServiceStackError(error).response
         }
@@ -207,7 +245,7 @@ struct ServiceStackController: Sendable {
                     "'RefreshToken' is required (or the ss-reftok cookie)"
                 )
             }
-            let access = try await sessions.accessToken(forRefreshToken: refreshToken)
+            let access = try await sessions.accessToken(forRefreshToken: refreshToken, contract: .serviceStack)
             var response = try Self.json(AccessTokenResponse(accessToken: access.accessToken))
             if body.bool("useTokenCookie") || fromCookie != nil || compatibility.serviceStackTokenCookies {
                 response.setCookie(cookie(Self.tokenCookie, access.accessToken))
@@ -219,7 +257,7 @@ struct ServiceStackController: Sendable {
     /// The samples' test service: `Secure {Name}!` when authenticated.
     @Sendable func helloSecure(_ request: Request, context: SiwaRequestContext) async throws -> Response {
         await Self.answering(request) {
-            let claims = try authenticated(request)
+            let claims = try authenticated(context)
             _ = try await sessions.account(claims.userID)
             var name = context.parameters.get("name") ?? request.uri.queryParameters["name"].map(String.init)
             if name == nil, request.method == .post {
@@ -233,7 +271,7 @@ struct ServiceStackController: Sendable {
     /// The samples' admin dump of users and their Apple details; `Admin` role only.
     @Sendable func usersDump(_ request: Request, context: SiwaRequestContext) async throws -> Response {
         await Self.answering(request) {
-            let claims = try authenticated(request)
+            let claims = try authenticated(context)
             let caller = try await sessions.account(claims.userID)
             guard compatibility.isAdmin(userID: caller.id.description, email: caller.email) else {
                 throw ServiceStackError(.forbidden, "Forbidden", "Invalid Role")
@@ -252,12 +290,16 @@ struct ServiceStackController: Sendable {
 
     // MARK: Helpers
 
-    private func authenticated(_ request: Request) throws -> AccessTokenClaims {
-        guard let token = Self.token(in: request) else { throw ServiceStackError.notAuthenticated }
-        do {
-            return try sessions.authenticate(token)
-        } catch let error as AuthServerError {
-            throw ServiceStackError(.unauthorized, "Unauthorized", error.message)
+    private func authenticated(_ context: SiwaRequestContext) throws -> AccessTokenClaims {
+        switch context.authentication {
+        case .bearer(let claims), .cookie(let claims): return claims
+        case .refused(let error):
+            throw ServiceStackError(
+                error.status,
+                error.status == .forbidden ? "Forbidden" : "Unauthorized",
+                error.message
+            )
+        case nil: throw ServiceStackError.notAuthenticated
         }
     }
 
@@ -311,21 +353,16 @@ struct ServiceStackController: Sendable {
         response.setCookie(cookie(Self.refreshCookie, refresh))
     }
 
-    private func cookie(_ name: String, _ value: String) -> Cookie {
+    private func cookie(_ name: String, _ value: String, maxAge: Int? = nil) -> Cookie {
         Cookie(
             name: name,
             value: value,
-            maxAge: Int(sessions.configuration.refreshTokenLifetime),
+            maxAge: maxAge ?? Int(configuration.refreshTokenLifetime),
             path: "/",
-            secure: sessions.configuration.usesSecureCookies,
+            secure: configuration.usesSecureCookies,
             httpOnly: true,
             sameSite: .lax
         )
-    }
-
-    /// The bearer token of the `Authorization` header or the `ss-tok` cookie.
-    static func token(in request: Request) -> String? {
-        request.bearerToken ?? request.cookies[tokenCookie].flatMap { $0.value.isEmpty ? nil : $0.value }
     }
 
     static func json(_ value: some Encodable) throws -> Response {

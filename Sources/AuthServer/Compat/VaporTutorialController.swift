@@ -11,11 +11,13 @@ import NIOCore
 /// siwa answers the session's refresh token in that role (30 days, never rotated on this contract) and checks it the
 /// same way, so logout, deletion and revocation take effect at once. A siwa access token (JWT) is accepted too.
 struct VaporTutorialController: Sendable {
-    let sessions: SessionController
+    let configuration: AuthServerConfiguration
+    let signIn: SignInService
+    let sessions: SessionService
     let web: WebController
 
     /// `SIWAViewController`'s callback, the web flow's `redirect_uri` on this contract.
-    var callbackURL: String { sessions.configuration.publicBaseURL + "/web/auth/siwa/callback" }
+    var callbackURL: String { configuration.publicBaseURL + "/web/auth/siwa/callback" }
     static let signInPath = "/web/auth/siwa/sign-in"
 
     struct SignInBody: Decodable {
@@ -56,7 +58,7 @@ struct VaporTutorialController: Sendable {
 
     @Sendable func authorize(_ request: Request, context: SiwaRequestContext) async throws -> Response {
         let returnURL = request.uri.queryParameters["returnUrl"].map(String.init) ?? Self.signInPath
-        return try await web.startFlow(returnURL: returnURL, redirectURI: callbackURL)
+        return try await web.startFlow(request, returnURL: returnURL, redirectURI: callbackURL)
     }
 
     /// Apple's `form_post`; then the same account logic, session cookies and a 303 to the return URL.
@@ -69,6 +71,7 @@ struct VaporTutorialController: Sendable {
             return WebErrorPage(error).response
         }
         return await web.completeFlow(
+            request,
             body: bytes,
             servicesID: servicesID,
             redirectURI: callbackURL,
@@ -78,17 +81,18 @@ struct VaporTutorialController: Sendable {
 
     @Sendable func signIn(_ request: Request, context: SiwaRequestContext) async throws -> Response {
         await Self.answering {
-            let body = try await request.decodeJSON(SignInBody.self, limit: sessions.configuration.maximumBodySize)
+            let body = try await request.decodeJSON(SignInBody.self, limit: configuration.maximumBodySize)
             guard !body.appleIdentityToken.isEmpty else {
                 throw AuthServerError.badRequest("missing_field", "field 'appleIdentityToken' is required")
             }
-            let signedIn = try await sessions.signIn.signIn(
+            let signedIn = try await signIn.signIn(
                 identityToken: body.appleIdentityToken,
                 authorizationCode: body.authorizationCode,
                 nonce: nil,
                 givenName: body.firstName,
                 familyName: body.lastName,
-                flow: .compat
+                flow: .compat,
+                contract: .vaporTutorial
             )
             return try ServiceStackController.json(
                 SignInAnswer(accessToken: signedIn.refreshToken, user: Self.user(signedIn.user))
@@ -103,9 +107,10 @@ struct VaporTutorialController: Sendable {
             }
             let userID: UserID
             if token.split(separator: ".").count == 3 {
-                userID = try sessions.authenticate(token).userID
+                userID = try context.requireSession().claims.userID
             } else {
-                userID = try await sessions.session(ofRefreshToken: token).userID
+                // The tutorial's long-lived opaque token: this contract's refresh token, never another's.
+                userID = try await sessions.session(ofRefreshToken: token, contract: .vaporTutorial).userID
             }
             return try ServiceStackController.json(Self.user(try await sessions.account(userID)))
         }

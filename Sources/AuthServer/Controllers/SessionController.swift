@@ -1,21 +1,19 @@
 import AccountStore
 import AppleSignIn
-import Foundation
 import HTTPTypes
 import Hummingbird
 import Logging
+import NIOCore
 
-/// Native sign-in, server nonces, refresh, logout and the current user: the canonical API.
+/// Native sign-in, server nonces, refresh, logout and the current user: the canonical API. HTTP only: sign-in is
+/// ``SignInService``'s, sessions are ``SessionService``'s.
 struct SessionController: Sendable {
     let configuration: AuthServerConfiguration
     let signIn: SignInService
-    let store: any AccountStore
-    let issuer: AccessTokenIssuer
-    let revocations: RevocationList
-    let users: UserCache
-    let clock: any WallClock
-    /// Validates overdue Apple refresh tokens on refresh (`nil`: no Apple credentials, nothing to validate).
-    var appleConsent: AppleConsentChecker? = nil
+    let sessions: SessionService
+    /// The session cookies of client contracts that are on (ServiceStack's `ss-tok` / `ss-reftok`): a cookie logout
+    /// ends and clears them too.
+    var contractCookies: [(access: String, refresh: String)] = []
 
     struct NativeSignInRequest: Decodable {
         var identityToken: String
@@ -38,18 +36,20 @@ struct SessionController: Sendable {
         var expiresIn: Int
     }
 
+    var cookies: SessionCookies { SessionCookies(configuration: configuration) }
+
     func addRoutes(to auth: RouterGroup<SiwaRequestContext>, api: RouterGroup<SiwaRequestContext>) {
         auth.post("/apple/native", use: native)
         auth.post("/apple/nonce", use: nonce)
-        auth.post("/refresh", use: refreshByTokenOrCookie)
-        auth.post("/logout", use: logoutByTokenOrCookie)
+        auth.post("/refresh", use: refresh)
+        auth.post("/logout", use: logout)
         api.get("/me", use: me)
     }
 
     @Sendable func native(_ request: Request, context: SiwaRequestContext) async throws -> SessionResponse {
         let body = try await request.decodeJSON(NativeSignInRequest.self, limit: configuration.maximumBodySize)
         guard !body.identityToken.isEmpty else {
-            throw AuthServerError.badRequest("missing_field", "field 'identityToken' is required")
+            throw AuthServerError.badRequest(AuthServerError.Code.missingField, "field 'identityToken' is required")
         }
         let signedIn = try await signIn.signIn(
             identityToken: body.identityToken,
@@ -75,115 +75,92 @@ struct SessionController: Sendable {
         return NonceResponse(nonce: issued.nonce, expiresIn: issued.expiresIn)
     }
 
-    @Sendable func refresh(_ request: Request, context: SiwaRequestContext) async throws -> SessionResponse {
-        let body = try await request.decodeJSON(RefreshRequest.self, limit: configuration.maximumBodySize)
-        let session = try await rotate(refreshToken: body.refreshToken, logger: context.logger)
-        return SessionResponse(
-            accessToken: session.accessToken,
-            expiresIn: session.expiresIn,
-            refreshToken: session.refreshToken
-        )
+    /// `POST /auth/refresh`: field `refreshToken`, or an empty body with the refresh cookie (CSRF-checked), which also
+    /// sets both cookies.
+    @Sendable func refresh(_ request: Request, context: SiwaRequestContext) async throws -> Response {
+        var request = request
+        let body = try await request.collectBody(limit: configuration.maximumBodySize)
+        if body.readableBytes == 0, let refreshToken = cookies.refreshToken(in: request) {
+            try CSRFCheck.verify(request, configuration: configuration)
+            let tokens = try await sessions.rotate(refreshToken: refreshToken, logger: context.logger)
+            var response = try SessionResponse(tokens).response(from: request, context: context)
+            cookies.set(tokens, on: &response)
+            return response
+        }
+        let refreshToken = try request.decodeJSON(RefreshRequest.self, from: body).refreshToken
+        let tokens = try await sessions.rotate(refreshToken: refreshToken, logger: context.logger)
+        return try SessionResponse(tokens).response(from: request, context: context)
     }
 
-    /// Rotates a refresh token; reuse of a rotated token revokes its whole session.
-    func rotate(
-        refreshToken: String,
-        logger: Logger
-    ) async throws -> (accessToken: String, expiresIn: Int, refreshToken: String) {
-        guard !refreshToken.isEmpty, refreshToken.utf8.count <= 512 else {
-            signIn.metrics?.refresh(.invalid)
-            throw AuthServerError.unauthorized("invalid_refresh_token", "the refresh token is not valid")
-        }
-        try await requireAppleConsentBeforeRotating(presentedHash: RefreshTokens.hash(refreshToken), logger: logger)
-        let next = RefreshTokens.generate()
-        let now = clock.now
-        let outcome = try await store.rotateRefreshToken(
-            presentedHash: RefreshTokens.hash(refreshToken),
-            next: RefreshTokenRecord(
-                hash: RefreshTokens.hash(next),
-                sessionID: SessionID(),
-                userID: UserID(),
-                issuedAt: now,
-                expiresAt: now.addingTimeInterval(configuration.refreshTokenLifetime)
-            ),
-            now: now
-        )
-        switch outcome {
-        case .rotated(let sessionID, let userID):
-            signIn.metrics?.refresh(.rotated)
-            try await requireAppleConsentAfterRotating(userID: userID, logger: logger)
-            let access = try issuer.issue(userID: userID, sessionID: sessionID)
-            return (access.token, access.expiresIn, next)
-        case .reused(let sessionID, let userID):
-            signIn.metrics?.refresh(.reused)
-            revocations.add(sessionID, at: now)
-            logger.warning(
-                "refresh token reused: session revoked",
-                metadata: ["user": "\(userID)", "session": "\(sessionID)"]
-            )
-            throw AuthServerError.unauthorized(
-                "refresh_token_reused",
-                "this refresh token was already used; the session has been revoked, sign in again"
-            )
-        case .revoked(_, let userID):
-            signIn.metrics?.refresh(.revoked)
-            if let ended = try await appleConsentEndedError(userID: userID) { throw ended }
-            throw AuthServerError.unauthorized("refresh_token_revoked", "the session has ended; sign in again")
-        case .expired:
-            signIn.metrics?.refresh(.expired)
-            throw AuthServerError.unauthorized("refresh_token_expired", "the refresh token has expired; sign in again")
-        case .notFound:
-            signIn.metrics?.refresh(.invalid)
-            throw AuthServerError.unauthorized("invalid_refresh_token", "the refresh token is not valid")
-        }
-    }
-
+    /// `POST /auth/logout`: a bearer token, field `refreshToken`, or, with an empty or form body, the session cookies
+    /// (CSRF-checked). The cookies are cleared; a browser's form post is sent back to `/login`.
     @Sendable func logout(_ request: Request, context: SiwaRequestContext) async throws -> Response {
-        let now = clock.now
-        if let bearer = request.bearerToken {
-            let claims = try authenticate(bearer)
-            try await store.revokeSession(claims.sessionID, now: now)
-            revocations.add(claims.sessionID, at: now)
-        } else {
-            let body = try await request.decodeJSON(LogoutRequest.self, limit: configuration.maximumBodySize)
-            guard let refreshToken = body.refreshToken, !refreshToken.isEmpty else {
-                throw AuthServerError.badRequest("missing_field", "send a bearer token or field 'refreshToken'")
-            }
-            if let session = try await store.session(refreshTokenHash: RefreshTokens.hash(refreshToken)) {
-                try await store.revokeSession(session.sessionID, now: now)
-                revocations.add(session.sessionID, at: now)
-            }
+        if request.bearerToken != nil {
+            try await sessions.endSession(context.requireSession().claims.sessionID)
+            return Response(status: .noContent)
         }
+        var request = request
+        let body = try await request.collectBody(limit: configuration.maximumBodySize)
+        let isForm = request.headers[.contentType]?.lowercased().hasPrefix("application/x-www-form-urlencoded") ?? false
+        if hasSessionCookies(request), body.readableBytes == 0 || isForm {
+            try CSRFCheck.verify(request, configuration: configuration)
+            try await endCookieSession(request)
+            var response =
+                isForm
+                ? Response(status: .seeOther, headers: [.location: "/login?signedout=1", .cacheControl: "no-store"])
+                : Response(status: .noContent)
+            cookies.clear(on: &response)
+            for pair in contractCookies {
+                for name in [pair.access, pair.refresh] where request.cookies[name] != nil {
+                    response.setCookie(Cookie(name: name, value: "", maxAge: 0, path: "/", httpOnly: true))
+                }
+            }
+            return response
+        }
+        guard let refreshToken = try request.decodeJSON(LogoutRequest.self, from: body).refreshToken,
+            !refreshToken.isEmpty
+        else {
+            throw AuthServerError.badRequest(
+                AuthServerError.Code.missingField,
+                "send a bearer token or field 'refreshToken'"
+            )
+        }
+        try await sessions.endSession(refreshToken: refreshToken)
         return Response(status: .noContent)
     }
 
-    @Sendable func me(_ request: Request, context: SiwaRequestContext) async throws -> Response {
-        let claims = try authenticateRequest(request).claims
-        guard let entry = try await users.entry(id: claims.userID, store: store) else {
-            throw AuthServerError.unauthorized("unknown_user", "the account no longer exists")
+    private func hasSessionCookies(_ request: Request) -> Bool {
+        cookies.present(in: request)
+            || contractCookies.contains { request.cookies[$0.access] != nil || request.cookies[$0.refresh] != nil }
+    }
+
+    /// Ends the sessions of the request's cookies (each access cookie's session and each refresh cookie's).
+    func endCookieSession(_ request: Request) async throws {
+        let pairs = [(cookies.sessionName, cookies.refreshName)] + contractCookies
+        for (accessName, refreshName) in pairs {
+            if let token = request.cookies[accessName]?.value, !token.isEmpty,
+                let claims = try? sessions.authenticate(token)
+            {
+                try await sessions.endSession(claims.sessionID)
+            }
+            if let refreshToken = request.cookies[refreshName]?.value, !refreshToken.isEmpty {
+                try await sessions.endSession(refreshToken: refreshToken)
+            }
         }
+    }
+
+    @Sendable func me(_ request: Request, context: SiwaRequestContext) async throws -> Response {
+        let entry = try await sessions.accountEntry(context.requireSession().claims.userID)
         return Response(
             status: .ok,
             headers: [.contentType: "application/json; charset=utf-8"],
             body: .init(byteBuffer: entry.json)
         )
     }
+}
 
-    /// Checks an access token with no database read: signature and claims (cached), then the revocation list.
-    func authenticate(_ token: String) throws -> AccessTokenClaims {
-        guard let claims = issuer.verify(token) else {
-            throw AuthServerError.unauthorized(
-                "invalid_token",
-                "the access token is malformed, expired or not signed by this server"
-            )
-        }
-        switch revocations.status(of: claims.sessionID, userID: claims.userID) {
-        case .active: break
-        case .sessionRevoked:
-            throw AuthServerError.unauthorized("session_revoked", "the session of this access token has ended")
-        case .accountDeleted:
-            throw AuthServerError.unauthorized("account_deleted", "the account of this access token was deleted")
-        }
-        return claims
+extension SessionResponse {
+    init(_ tokens: SessionService.Tokens) {
+        self.init(accessToken: tokens.accessToken, expiresIn: tokens.expiresIn, refreshToken: tokens.refreshToken ?? "")
     }
 }

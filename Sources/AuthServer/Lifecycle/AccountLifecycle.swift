@@ -4,17 +4,15 @@ import Hummingbird
 import Logging
 import ServiceLifecycle
 
-/// The account-lifecycle parts of one application, assembled once by `buildApplication`: the consent checker used on
-/// refresh, the deletion service, the routes and the background services.
+/// The account-lifecycle parts of one application, assembled once by `buildApplication`: the deletion service, the
+/// routes and the background services (the revocation worker, and the Apple token validator of ``SessionService``).
 struct AccountLifecycle: Sendable {
     let configuration: AuthServerConfiguration
     let store: any AccountStore
     let verifier: IdentityTokenVerifier
-    let revocations: RevocationList
+    let sessions: SessionService
     let clock: any WallClock
     let logger: Logger
-    /// `nil` without Apple credentials: no token is kept, so there is nothing to validate.
-    let appleConsent: AppleConsentChecker?
     let deletions: AccountDeletionService
 
     init(
@@ -23,27 +21,16 @@ struct AccountLifecycle: Sendable {
         verifier: IdentityTokenVerifier,
         apple: AppleAPIClient?,
         sealer: DataSealer,
-        revocations: RevocationList,
+        sessions: SessionService,
         clock: any WallClock,
         logger: Logger
     ) {
         self.configuration = configuration
         self.store = store
         self.verifier = verifier
-        self.revocations = revocations
+        self.sessions = sessions
         self.clock = clock
         self.logger = logger
-        self.appleConsent = apple.map { apple in
-            AppleConsentChecker(
-                configuration: configuration.lifecycle,
-                store: store,
-                apple: apple,
-                sealer: sealer,
-                revocations: revocations,
-                clock: clock,
-                logger: logger
-            )
-        }
         self.deletions = AccountDeletionService(
             configuration: configuration.lifecycle,
             store: store,
@@ -55,18 +42,13 @@ struct AccountLifecycle: Sendable {
     }
 
     /// `POST /auth/apple/notifications` and `DELETE /api/me`.
-    func addRoutes(
-        to auth: RouterGroup<SiwaRequestContext>,
-        api: RouterGroup<SiwaRequestContext>,
-        sessions: SessionController
-    ) {
+    func addRoutes(to auth: RouterGroup<SiwaRequestContext>, api: RouterGroup<SiwaRequestContext>) {
         AccountLifecycleController(
             configuration: configuration,
             store: store,
             verifier: verifier,
             deletions: deletions,
             sessions: sessions,
-            revocations: revocations,
             clock: clock
         ).addRoutes(to: auth, api: api)
     }
@@ -80,7 +62,7 @@ struct AccountLifecycle: Sendable {
                 logger: logger
             )
         ]
-        if let appleConsent {
+        if let appleConsent = sessions.appleConsent {
             services.append(
                 AppleTokenValidator(
                     checker: appleConsent,

@@ -19,8 +19,7 @@ struct AccountLifecycleController: Sendable {
     let store: any AccountStore
     let verifier: IdentityTokenVerifier
     let deletions: AccountDeletionService
-    let sessions: SessionController
-    let revocations: RevocationList
+    let sessions: SessionService
     let clock: any WallClock
 
     /// The answer to Apple.
@@ -74,9 +73,7 @@ struct AccountLifecycleController: Sendable {
         )
         switch outcome {
         case .applied(let record, let endedSessions, let deletedUser):
-            for sessionID in endedSessions { revocations.add(sessionID, at: now) }
-            if let deletedUser { revocations.addDeletedUser(deletedUser, at: now) }
-            if let userID = record.userID { sessions.users.invalidate(userID) }
+            sessions.notificationApplied(endedSessions: endedSessions, userID: record.userID, deletedUser: deletedUser)
             context.logger.info(
                 "Apple notification applied",
                 metadata: [
@@ -94,16 +91,13 @@ struct AccountLifecycleController: Sendable {
     /// Deletes the signed-in user's account (bearer, or cookie with the CSRF check) and revokes their Apple token at Apple (queued when Apple is down).
     @Sendable func deleteMe(_ request: Request, context: SiwaRequestContext) async throws -> Response {
         // Bearer, or the session cookie with the CSRF check (a DELETE changes state).
-        let (claims, byCookie) = try sessions.authenticateRequest(request)
+        let (claims, byCookie) = try context.requireSession()
         guard let deletion = try await deletions.deleteAccount(claims.userID) else {
-            throw AuthServerError.unauthorized("unknown_user", "the account no longer exists")
+            throw AuthServerError.unauthorized(AuthServerError.Code.unknownUser, "the account no longer exists")
         }
-        let now = clock.now
-        revocations.addDeletedUser(claims.userID, at: now)
-        sessions.users.invalidate(claims.userID)
-        for sessionID in deletion.endedSessions { revocations.add(sessionID, at: now) }
+        sessions.forgetDeletedAccount(claims.userID, endedSessions: deletion.endedSessions)
         var response = Response(status: .noContent)
-        if byCookie { sessions.cookies.clear(on: &response) }
+        if byCookie { SessionCookies(configuration: configuration).clear(on: &response) }
         return response
     }
 
@@ -131,7 +125,7 @@ struct AccountLifecycleController: Sendable {
     /// A refused notification: 400 naming the check (so Apple does not retry a forgery); 503 when Apple's keys
     /// cannot be fetched (Apple retries later).
     static func httpError(_ error: AppleSignInError) -> AuthServerError {
-        SignInService.httpError(error) { check, reason in AuthServerError.badRequest("notification_\(check)", reason) }
+        AuthServerError.mapping(error) { check, reason in AuthServerError.badRequest("notification_\(check)", reason) }
     }
 }
 

@@ -3,26 +3,114 @@ import Hummingbird
 import NIOCore
 import Synchronization
 
-/// A token bucket per client IP. Over the limit: 429 with `Retry-After`.
+/// One rate-limit policy for every route that signs in, refreshes, starts a web flow, issues a nonce or otherwise
+/// writes without credentials, whatever its path or client contract: a token bucket per client address (the real
+/// client behind trusted proxies, ``TrustedProxies``). Over the limit: 429 with `Retry-After`.
+///
+/// - Starting a web flow also spends from a second, slower bucket per client: the flow states one client can make the
+///   server keep are bounded (``AuthServerConfiguration/maximumFlowsPerClient`` per state lifetime).
+/// - Apple's server-to-server notifications are verified by signature and have buckets of their own (per sender
+///   address, apart from the users' buckets): a user flooding from the same address cannot make a `consent-revoked`
+///   delivery fail, and a forger flooding the route spends only its own address's budget, not Apple's.
+/// - Reads (`GET /api/me`, the JWKS, health and metrics) are not limited.
 struct RateLimitMiddleware: RouterMiddleware {
     typealias Context = SiwaRequestContext
 
-    private struct Bucket {
-        var tokens: Double
-        var updatedAt: ContinuousClock.Instant
+    /// What a request spends.
+    enum Budget: Equatable {
+        /// The per-client bucket.
+        case client
+        /// The per-client bucket and the per-client flow bucket.
+        case flowStart
+        /// The notifications' own bucket.
+        case notifications
     }
 
-    /// The buckets, shared by every copy of the middleware.
-    private final class Buckets: Sendable {
-        let state = Mutex<[String: Bucket]>([:])
+    /// The shared state of a set of token buckets.
+    final class Buckets: Sendable {
+        private struct Bucket {
+            var tokens: Double
+            var updatedAt: ContinuousClock.Instant
+        }
+
+        let limit: AuthServerConfiguration.RateLimit
+        private let state = Mutex<[String: Bucket]>([:])
+
+        init(limit: AuthServerConfiguration.RateLimit) {
+            self.limit = limit
+        }
+
+        /// Takes a token from `key`'s bucket; returns the seconds to wait when it is empty.
+        func take(_ key: String, now: ContinuousClock.Instant) -> Double? {
+            state.withLock { buckets -> Double? in
+                if buckets.count > 100_000 { buckets.removeAll() }  // bounded memory under address floods
+                var bucket = buckets[key] ?? Bucket(tokens: limit.burst, updatedAt: now)
+                let elapsed = now - bucket.updatedAt
+                let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+                bucket.tokens = min(limit.burst, bucket.tokens + seconds * limit.requestsPerSecond)
+                bucket.updatedAt = now
+                defer { buckets[key] = bucket }
+                if bucket.tokens >= 1 {
+                    bucket.tokens -= 1
+                    return nil
+                }
+                return (1 - bucket.tokens) / limit.requestsPerSecond
+            }
+        }
     }
 
-    let limit: AuthServerConfiguration.RateLimit
-    private let buckets = Buckets()
+    let clients: Buckets?
+    let flows: Buckets?
+    let notifications: Buckets?
+    let trustedProxies: TrustedProxies
     private let clock = ContinuousClock()
 
-    init(limit: AuthServerConfiguration.RateLimit) {
-        self.limit = limit
+    init(configuration: AuthServerConfiguration) {
+        self.clients = configuration.authRateLimit.map(Buckets.init)
+        self.flows = configuration.authRateLimit.map { _ in
+            let perClient = Double(max(1, configuration.maximumFlowsPerClient))
+            return Buckets(
+                limit: .init(
+                    requestsPerSecond: perClient / max(1, configuration.web.stateLifetime),
+                    burst: perClient
+                )
+            )
+        }
+        self.notifications = configuration.notificationRateLimit.map(Buckets.init)
+        self.trustedProxies = configuration.trustedProxies
+    }
+
+    /// Paths of GET routes that start a web flow (siwa's and the contracts').
+    static let flowStartPaths: Set<String> = ["/auth/apple/authorize", "/auth/apple", "/web/auth/siwa/authorize"]
+    /// Paths of GET routes that write: a sign-out, and the login page, which renews an expired cookie session.
+    static let writingGetPaths: Set<String> = ["/auth/logout", "/login"]
+
+    /// What a request spends, from its method and path alone (before routing). The path is taken as the router reads
+    /// it (empty segments ignored: `/login/` and `//login` are `/login`).
+    static func budget(method: HTTPRequest.Method, path rawPath: String) -> Budget? {
+        let path =
+            rawPath.contains("//") || (rawPath.hasSuffix("/") && rawPath.count > 1) ? normalized(rawPath) : rawPath
+        switch method {
+        case .get, .head:
+            if flowStartPaths.contains(path) { return .flowStart }
+            return writingGetPaths.contains(path) ? .client : nil
+        case .options:
+            return nil
+        default:
+            return path == "/auth/apple/notifications" ? .notifications : .client
+        }
+    }
+
+    /// The bucket of a client address: an IPv4 address, or the /64 of an IPv6 one (the block a subscriber usually
+    /// holds whole, so that walking through it buys no new budget).
+    static func bucketKey(_ address: String?) -> String {
+        guard let address else { return "unknown" }
+        guard let bytes = TrustedProxies.parse(address), bytes.count == 16 else { return address }
+        return bytes.prefix(8).map { String($0, radix: 16) }.joined(separator: ":") + "::/64"
+    }
+
+    static func normalized(_ path: String) -> String {
+        "/" + path.split(separator: "/", omittingEmptySubsequences: true).joined(separator: "/")
     }
 
     func handle(
@@ -30,28 +118,27 @@ struct RateLimitMiddleware: RouterMiddleware {
         context: Context,
         next: (Request, Context) async throws -> Response
     ) async throws -> Response {
-        let client = context.remoteAddress?.ipAddress ?? "unknown"
-        let now = clock.now
-        let waitSeconds = buckets.state.withLock { buckets -> Double? in
-            if buckets.count > 100_000 { buckets.removeAll() }  // bounded memory under address floods
-            var bucket = buckets[client] ?? Bucket(tokens: limit.burst, updatedAt: now)
-            let elapsed = now - bucket.updatedAt
-            let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-            bucket.tokens = min(limit.burst, bucket.tokens + seconds * limit.requestsPerSecond)
-            bucket.updatedAt = now
-            defer { buckets[client] = bucket }
-            if bucket.tokens >= 1 {
-                bucket.tokens -= 1
-                return nil
-            }
-            return (1 - bucket.tokens) / limit.requestsPerSecond
+        guard let budget = Self.budget(method: request.method, path: request.uri.path) else {
+            return try await next(request, context)
         }
-        if let waitSeconds {
+        let now = clock.now
+        var wait: Double?
+        let client = Self.bucketKey(
+            trustedProxies.clientAddress(peer: context.remoteAddress?.ipAddress, headers: request.headers)
+        )
+        switch budget {
+        case .notifications:
+            wait = notifications?.take(client, now: now)
+        case .client, .flowStart:
+            wait = clients?.take(client, now: now)
+            if wait == nil, budget == .flowStart { wait = flows?.take(client, now: now) }
+        }
+        if let wait {
             throw AuthServerError(
                 .tooManyRequests,
                 "rate_limited",
                 "too many requests from this address; retry later",
-                headers: [.retryAfter: String(max(1, Int(waitSeconds.rounded(.up))))]
+                headers: [.retryAfter: String(max(1, Int(wait.rounded(.up))))]
             )
         }
         return try await next(request, context)

@@ -1,21 +1,57 @@
+import AppleSignIn
 import Foundation
 import Hummingbird
 import NIOCore
 
 extension Request {
+    /// Reads the body, refusing more than `limit` bytes with 413 `body_too_large`.
+    mutating func collectBody(limit: Int) async throws -> ByteBuffer {
+        do {
+            return try await collectBody(upTo: limit)
+        } catch {
+            throw AuthServerError(
+                .contentTooLarge,
+                AuthServerError.Code.bodyTooLarge,
+                "the request body is larger than \(limit) bytes"
+            )
+        }
+    }
+
     /// Reads the body (refusing more than `limit` bytes with 413) and decodes JSON, naming the field that is wrong.
     func decodeJSON<T: Decodable>(_ type: T.Type, limit: Int) async throws -> T {
-        let buffer: ByteBuffer
+        var request = self
+        return try request.decodeJSON(T.self, from: try await request.collectBody(limit: limit))
+    }
+
+    /// Decodes a JSON body already read.
+    ///
+    /// The body must be declared `application/json` (or a `+json` type): anything else is 415, so that a form or
+    /// `text/plain` post, which a cross-site page can send without a CORS preflight, is never read as JSON. It must be
+    /// one strict JSON document (``JSONReader``): a duplicated key is 400, since two parsers could each pick another
+    /// of its values.
+    /// - Throws: ``AuthServerError`` 415 `unsupported_media_type`, 400 `invalid_json`, `missing_field` or
+    ///   `invalid_field`.
+    func decodeJSON<T: Decodable>(_ type: T.Type, from buffer: ByteBuffer) throws -> T {
+        guard Self.isJSON(headers[.contentType]) else {
+            throw AuthServerError(
+                .unsupportedMediaType,
+                AuthServerError.Code.unsupportedMediaType,
+                "send the body as 'Content-Type: application/json'"
+            )
+        }
         do {
-            buffer = try await body.collect(upTo: limit)
+            _ = try JSONReader.parseObject(buffer.readableBytesView)
         } catch {
-            throw AuthServerError(.contentTooLarge, "body_too_large", "the request body is larger than \(limit) bytes")
+            throw AuthServerError.badRequest(
+                AuthServerError.Code.invalidJSON,
+                "the body is not a single JSON object: \(error.reason)"
+            )
         }
         do {
             return try JSONDecoder().decode(T.self, from: Data(buffer.readableBytesView))
         } catch let DecodingError.keyNotFound(key, context) {
             throw AuthServerError.badRequest(
-                "missing_field",
+                AuthServerError.Code.missingField,
                 "field '\(Self.path(context.codingPath + [key]))' is required"
             )
         } catch let DecodingError.typeMismatch(_, context) {
@@ -29,8 +65,18 @@ extension Request {
                 "field '\(Self.path(context.codingPath))' must not be null"
             )
         } catch {
-            throw AuthServerError.badRequest("invalid_json", "the body is not a JSON object")
+            throw AuthServerError.badRequest(AuthServerError.Code.invalidJSON, "the body is not a JSON object")
         }
+    }
+
+    /// `application/json`, or a `+json` media type, with any parameters.
+    static func isJSON(_ contentType: String?) -> Bool {
+        guard let contentType else { return false }
+        let mediaType = contentType.split(separator: ";", maxSplits: 1).first.map {
+            $0.trimmingCharacters(in: .whitespaces).lowercased()
+        }
+        guard let mediaType else { return false }
+        return mediaType == "application/json" || (mediaType.hasPrefix("application/") && mediaType.hasSuffix("+json"))
     }
 
     private static func path(_ codingPath: [any CodingKey]) -> String {

@@ -25,6 +25,18 @@ public enum CSRFCheck {
         }
     }
 
+    /// The lenient form, for sign-in routes whose non-browser clients (ServiceStack's `JsonServiceClient`) send no
+    /// `Origin`: a request that names an origin (`Origin`, else `Referer`) must name this site or an allowed one.
+    /// Browsers send `Origin` with every cross-site POST, so a cross-site form is refused.
+    /// - Throws: ``AuthServerError`` 403 `csrf_check_failed`.
+    public static func refuseForeignOrigin(
+        _ request: Request,
+        configuration: AuthServerConfiguration
+    ) throws(AuthServerError) {
+        guard request.headers[.origin] != nil || request.headers[.referer] != nil else { return }
+        try verify(request, configuration: configuration)
+    }
+
     /// Whether `origin` (serialized) is this site's or an allowed one.
     static func isAllowed(_ origin: String, _ configuration: AuthServerConfiguration) -> Bool {
         if origin == ReturnURLPolicy.origin(of: configuration.publicURL) { return true }

@@ -30,6 +30,12 @@ struct SessionCookies {
         response.setCookie(cookie(refreshName, refreshToken, maxAge: maxAge))
     }
 
+    /// Sets both cookies for rotated tokens.
+    func set(_ tokens: SessionService.Tokens, on response: inout Response) {
+        guard let refreshToken = tokens.refreshToken else { return }
+        set(accessToken: tokens.accessToken, refreshToken: refreshToken, on: &response)
+    }
+
     /// Deletes both cookies (`Max-Age=0`).
     func clear(on response: inout Response) {
         response.setCookie(cookie(sessionName, "", maxAge: 0))

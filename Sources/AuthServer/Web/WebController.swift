@@ -17,7 +17,7 @@ struct WebController: Sendable {
     let apple: AppleSignInConfiguration
     let store: any AccountStore
     let signIn: SignInService
-    let sessions: SessionController
+    let sessions: SessionService
     let policy: ReturnURLPolicy
     let clock: any WallClock
 
@@ -30,7 +30,7 @@ struct WebController: Sendable {
         apple: AppleSignInConfiguration,
         store: any AccountStore,
         signIn: SignInService,
-        sessions: SessionController,
+        sessions: SessionService,
         clock: any WallClock
     ) throws {
         self.configuration = configuration
@@ -70,14 +70,18 @@ struct WebController: Sendable {
 
     @Sendable func authorize(_ request: Request, context: SiwaRequestContext) async throws -> Response {
         try await startFlow(
+            request,
             returnURL: request.uri.queryParameters["returnUrl"].map(String.init) ?? Self.defaultReturnURL,
             redirectURI: configuration.webCallbackURL
         )
     }
 
+    private var flowBinding: FlowBindingCookie { FlowBindingCookie(configuration: configuration) }
+
     /// Starts a web sign-in: checks the return URL, keeps the flow's state server-side and redirects to Apple with
     /// `redirectURI` as the callback (siwa's own, or a compatibility contract's).
-    func startFlow(returnURL requested: String, redirectURI: String) async throws -> Response {
+    /// The flow is bound to `request`'s browser (``FlowBindingCookie``).
+    func startFlow(_ request: Request, returnURL requested: String, redirectURI: String) async throws -> Response {
         let servicesID = try servicesID()
         let destination: ReturnURLPolicy.Destination
         do {
@@ -104,12 +108,14 @@ struct WebController: Sendable {
             state: state,
             nonce: nonce
         )
-        return Response(
+        var response = Response(
             status: .found,
             headers: [
                 .location: location, .cacheControl: "no-store", HTTPField.Name("Referrer-Policy")!: "no-referrer",
             ]
         )
+        flowBinding.add(state: state, from: request, to: &response)
+        return response
     }
 
     // MARK: Callback
@@ -125,6 +131,7 @@ struct WebController: Sendable {
             ).response
         }
         return await completeFlow(
+            request,
             body: Array(buffer.readableBytesView),
             servicesID: servicesID,
             redirectURI: configuration.webCallbackURL,
@@ -134,23 +141,43 @@ struct WebController: Sendable {
 
     /// Finishes a web sign-in from Apple's `form_post` body, which Apple sent to `redirectURI`; any failure is an
     /// error page that changes no stored data.
-    func completeFlow(body: [UInt8], servicesID: ClientID, redirectURI: String, logger: Logger) async -> Response {
+    /// The flow must come back to the browser that started it.
+    func completeFlow(
+        _ request: Request,
+        body: [UInt8],
+        servicesID: ClientID,
+        redirectURI: String,
+        logger: Logger
+    ) async -> Response {
+        var response: Response
         do {
-            return try await finish(body: body, servicesID: servicesID, redirectURI: redirectURI, logger: logger)
+            response = try await finish(
+                request,
+                body: body,
+                servicesID: servicesID,
+                redirectURI: redirectURI,
+                logger: logger
+            )
         } catch let error as AuthServerError {
             logger.info("web sign-in refused", metadata: ["error": "\(error.code)"])
-            return WebErrorPage(error).response
+            response = WebErrorPage(error).response
         } catch {
             logger.error("web sign-in failed", metadata: ["error": "\(error)"])
-            return WebErrorPage(
-                status: .internalServerError,
-                code: "internal_error",
-                reason: "Something went wrong on our side. Please try again."
-            ).response
+            response =
+                WebErrorPage(
+                    status: .internalServerError,
+                    code: "internal_error",
+                    reason: "Something went wrong on our side. Please try again."
+                ).response
         }
+        if let state = FormURLEncoding.decode(body)?["state"] {
+            flowBinding.remove(state: state, from: request, on: &response)
+        }
+        return response
     }
 
     private func finish(
+        _ request: Request,
         body: [UInt8],
         servicesID: ClientID,
         redirectURI: String,
@@ -184,6 +211,15 @@ struct WebController: Sendable {
             throw AuthServerError.badRequest("apple_error", "Apple ended the sign-in with the error '\(shown)'.")
         case .authorized(let code, let idToken, let state, let user):
             let flow = try await consume(state: state)
+            // Checked after consuming, so that a refused submission uses the state up too.
+            guard flowBinding.binds(state, in: request) else {
+                logger.warning("web sign-in callback from a browser that did not start it: refused")
+                throw AuthServerError(
+                    .forbidden,
+                    "flow_not_started_here",
+                    "This sign-in was not started in this browser. Please start again from the sign-in page."
+                )
+            }
             let destination: ReturnURLPolicy.Destination
             do {
                 destination = try policy.resolve(flow.returnURL)
@@ -270,8 +306,11 @@ struct WebController: Sendable {
         if claims == nil, cookies.refreshToken(in: request) != nil {
             // The access cookie is missing or expired: rotate the refresh cookie server-side.
             do {
-                let rotated = try await sessions.rotateCookies(request, logger: context.logger)
-                newTokens = (rotated.accessToken, rotated.refreshToken)
+                let rotated = try await sessions.rotate(
+                    refreshToken: cookies.refreshToken(in: request) ?? "",
+                    logger: context.logger
+                )
+                newTokens = (rotated.accessToken, rotated.refreshToken ?? "")
                 claims = try sessions.authenticate(rotated.accessToken)
             } catch let error as AuthServerError {
                 context.logger.debug("refresh cookie refused", metadata: ["error": "\(error.code)"])
@@ -281,7 +320,11 @@ struct WebController: Sendable {
             clearCookies = true
         }
         if let claims {
-            page.user = try await sessions.users.user(id: claims.userID, store: store)
+            do {
+                page.user = try await sessions.account(claims.userID)
+            } catch is AuthServerError {
+                page.user = nil
+            }
             if page.user == nil { clearCookies = true }
         }
         var response = page.page.response()

@@ -13,14 +13,11 @@ struct WebErrorPage {
         self.reason = reason
     }
 
-    /// The page for an ``AuthServerError``: 503 stays 503 (Apple or the database unreachable, try again), 500 stays
-    /// 500, everything else is the browser's request being refused (400).
+    /// The page for an ``AuthServerError``, with its status (403 for a flow from another browser, 413 for a body
+    /// over the limit, 503 to try again), except that a refused identity token (401, which asks for credentials a
+    /// browser cannot send) is the browser's request being refused: 400.
     init(_ error: AuthServerError) {
-        let status: HTTPResponse.Status =
-            switch error.status {
-            case .serviceUnavailable, .internalServerError: error.status
-            default: .badRequest
-            }
+        let status: HTTPResponse.Status = error.status == .unauthorized ? .badRequest : error.status
         self.init(status: status, code: error.code, reason: error.message)
     }
 

@@ -33,7 +33,8 @@ final class AppleConsentChecker: Sendable {
     let store: any AccountStore
     let apple: AppleAPIClient
     let sealer: DataSealer
-    let revocations: RevocationList
+    /// Ends the user's sessions when Apple says the consent is gone.
+    let ending: SessionEnding
     let clock: any WallClock
     let logger: Logger
     /// Per user: no validation is due before this time (known on this instance).
@@ -47,7 +48,7 @@ final class AppleConsentChecker: Sendable {
         store: any AccountStore,
         apple: AppleAPIClient,
         sealer: DataSealer,
-        revocations: RevocationList,
+        ending: SessionEnding,
         clock: any WallClock,
         logger: Logger
     ) {
@@ -55,7 +56,7 @@ final class AppleConsentChecker: Sendable {
         self.store = store
         self.apple = apple
         self.sealer = sealer
-        self.revocations = revocations
+        self.ending = ending
         self.clock = clock
         self.logger = logger
     }
@@ -117,10 +118,8 @@ final class AppleConsentChecker: Sendable {
             logger.debug("Apple refresh token valid", metadata: ["user": "\(token.userID)"])
             return .valid
         case .revoked:
-            let now = clock.now
             do {
-                let ended = try await store.endAppleConsent(userID: token.userID, now: now)
-                for sessionID in ended { revocations.add(sessionID, at: now) }
+                let ended = try await ending.endAppleConsent(userID: token.userID)
                 logger.info(
                     "Apple refresh token revoked: consent ended, sessions ended",
                     metadata: ["user": "\(token.userID)", "sessions": "\(ended.count)"]

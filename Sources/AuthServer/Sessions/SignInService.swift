@@ -7,42 +7,42 @@ public import Logging
 
 /// Turns a verified Apple sign-in into a siwa account and session. Shared by the native, web and compatibility
 /// routes, so that there is one implementation of sign-in.
-public struct SignInService: Sendable {
+struct SignInService: Sendable {
     let configuration: AuthServerConfiguration
     let store: any AccountStore
     let verifier: IdentityTokenVerifier
     let apple: AppleAPIClient?
-    let issuer: AccessTokenIssuer
+    /// Starts the sessions of sign-ins.
+    let sessions: SessionService
     let sealer: DataSealer
     let clock: any WallClock
     let logger: Logger
     /// Counts sign-ins, refused identity tokens and failed code exchanges (`nil`: counts nothing).
     let metrics: ServerMetrics?
-    /// Kept current with every account a sign-in writes.
-    let userCache: UserCache?
+    /// Bounds the sessions one identity token opens.
+    let replays: IdentityTokenReplayGuard
 
-    public init(
+    init(
         configuration: AuthServerConfiguration,
         store: any AccountStore,
         verifier: IdentityTokenVerifier,
         apple: AppleAPIClient?,
-        issuer: AccessTokenIssuer,
+        sessions: SessionService,
         sealer: DataSealer,
         clock: any WallClock,
         logger: Logger,
-        metrics: ServerMetrics? = nil,
-        userCache: UserCache? = nil
+        metrics: ServerMetrics? = nil
     ) {
         self.configuration = configuration
         self.store = store
         self.verifier = verifier
         self.apple = apple
-        self.issuer = issuer
+        self.sessions = sessions
         self.sealer = sealer
         self.clock = clock
         self.logger = logger
         self.metrics = metrics
-        self.userCache = userCache
+        self.replays = IdentityTokenReplayGuard(limit: configuration.maximumSessionsPerIdentityToken)
     }
 
     /// A completed sign-in.
@@ -61,7 +61,7 @@ public struct SignInService: Sendable {
     ///
     /// The web flow passes `flow: .web` and the Services ID as `requiredAudience`; its nonce comes from the flow's
     /// server-side state, so the server-nonce requirement of native sign-ins does not apply to it.
-    public func signIn(
+    func signIn(
         identityToken: String,
         authorizationCode: String?,
         nonce: String?,
@@ -69,6 +69,7 @@ public struct SignInService: Sendable {
         familyName: String?,
         redirectURI: String? = nil,
         flow: ServerMetrics.SignInFlow = .native,
+        contract: SessionContract = .canonical,
         requiredAudience: ClientID? = nil
     ) async throws -> SignedIn {
         let token = try await verifyIdentityToken(
@@ -77,10 +78,15 @@ public struct SignInService: Sendable {
             requiredAudience: requiredAudience,
             consumesServerNonce: flow != .web
         )
+        guard replays.admit(identityToken, expiresAt: token.expiresAt, now: clock.now) else {
+            metrics?.identityTokenFailure(reason: "identity_token_replayed")
+            throw AuthServerError.unauthorized(
+                "identity_token_replayed",
+                "this identity token has already signed in \(replays.limit) times; get a new one from Apple"
+            )
+        }
         // The account and the session's first refresh token are one store transaction.
-        let refreshToken = RefreshTokens.generate()
-        let now = clock.now
-        let sessionID = SessionID()
+        let session = sessions.prepareSession(contract: contract)
         let outcome = try await store.signIn(
             AppleSignInFacts(
                 appleUserID: token.sub,
@@ -97,15 +103,10 @@ public struct SignInService: Sendable {
                 transferSub: token.transferSub,
                 linkByEmail: configuration.linkAccountsByEmail
             ),
-            startingSession: NewSession(
-                sessionID: sessionID,
-                refreshTokenHash: RefreshTokens.hash(refreshToken),
-                issuedAt: now,
-                expiresAt: now.addingTimeInterval(configuration.refreshTokenLifetime)
-            ),
-            now: now
+            startingSession: session.record,
+            now: session.record.issuedAt
         )
-        let access = try issuer.issue(userID: outcome.user.id, sessionID: sessionID)
+        let access = try sessions.issueAccessToken(userID: outcome.user.id, sessionID: session.record.sessionID)
         if let authorizationCode, !authorizationCode.isEmpty, let apple {
             await keepAppleRefreshToken(
                 code: authorizationCode,
@@ -116,7 +117,7 @@ public struct SignInService: Sendable {
             )
         }
         metrics?.signIn(flow: flow, isNewUser: outcome.isNewUser)
-        userCache?.update(outcome.user)
+        sessions.signedIn(outcome.user)
         logger.info(
             "signed in",
             metadata: ["user": "\(outcome.user.id)", "new": "\(outcome.isNewUser)", "client": "\(token.aud)"]
@@ -124,10 +125,10 @@ public struct SignInService: Sendable {
         return SignedIn(
             user: outcome.user,
             isNewUser: outcome.isNewUser,
-            sessionID: sessionID,
+            sessionID: session.record.sessionID,
             accessToken: access.token,
             expiresIn: access.expiresIn,
-            refreshToken: refreshToken
+            refreshToken: session.refreshToken
         )
     }
 
@@ -152,7 +153,7 @@ public struct SignInService: Sendable {
             return token
         } catch let error as AppleSignInError {
             logger.info("identity token refused", metadata: ["check": "\(error.code)", "reason": "\(error.reason)"])
-            let refusal = Self.httpError(error)
+            let refusal = AuthServerError.refusedIdentityToken(error)
             metrics?.identityTokenFailure(reason: refusal.code)
             throw refusal
         }
@@ -234,42 +235,5 @@ public struct SignInService: Sendable {
         case UInt8(ascii: "a")...UInt8(ascii: "f"): return byte - UInt8(ascii: "a") + 10
         default: return nil
         }
-    }
-
-    /// A refused identity token: 401 naming the failed check; Apple unreachable: 503.
-    static func httpError(_ error: AppleSignInError) -> AuthServerError {
-        httpError(error) { check, reason in AuthServerError.unauthorized("identity_token_\(check)", reason) }
-    }
-
-    /// Apple unreachable: 503; siwa's own settings wrong: 500; otherwise `refused` with the failed check in
-    /// snake_case and the reason.
-    static func httpError(
-        _ error: AppleSignInError,
-        refused: (_ check: String, _ reason: String) -> AuthServerError
-    ) -> AuthServerError {
-        switch error.code.category {
-        case .appleUnavailable:
-            return AuthServerError(.serviceUnavailable, "apple_unavailable", error.reason)
-        case .configuration:
-            return AuthServerError(
-                .internalServerError,
-                "server_misconfigured",
-                "the server's Sign in with Apple settings are wrong"
-            )
-        default:
-            return refused(snakeCase(error.code.description), error.reason)
-        }
-    }
-
-    static func snakeCase(_ camel: String) -> String {
-        var out = ""
-        for character in camel {
-            if character.isUppercase {
-                out += "_" + character.lowercased()
-            } else {
-                out.append(character)
-            }
-        }
-        return out
     }
 }

@@ -10,7 +10,7 @@ import Logging
 /// included, so the answer is the same as checking first. When refreshes are refused while Apple is unreachable, a
 /// refused refresh must not use up the presented token (the client's retry would then look like token theft), so the
 /// user is looked up and checked before rotating, at the cost of one read per refresh.
-extension SessionController {
+extension SessionService {
     func requireAppleConsentBeforeRotating(presentedHash: [UInt8], logger: Logger) async throws {
         guard let appleConsent, appleConsent.configuration.refuseRefreshWhenAppleUnavailable else { return }
         guard let owner = try await store.session(refreshTokenHash: presentedHash) else { return }
@@ -45,10 +45,5 @@ extension SessionController {
         return Self.appleConsentRevoked
     }
 
-    static var appleConsentRevoked: AuthServerError {
-        AuthServerError.unauthorized(
-            "apple_consent_revoked",
-            "the user stopped using Sign in with Apple with this app; sign in with Apple again"
-        )
-    }
+    static var appleConsentRevoked: AuthServerError { AuthServerError.appleConsentRevoked }
 }

@@ -14,6 +14,10 @@ public struct AuthServerConfiguration: Sendable {
     public var accessTokenLifetime: TimeInterval
     /// Seconds a refresh token lives (default 30 days); every use rotates it.
     public var refreshTokenLifetime: TimeInterval
+    /// Seconds after a refresh token's rotation during which presenting it again gets a new token of the same session
+    /// instead of revoking the session as reuse (default 5; 0 turns it off): two browser tabs, or a client retrying a
+    /// refresh whose answer it lost, present one token at nearly the same time.
+    public var refreshReuseGrace: TimeInterval = 5
     /// Accept native sign-ins only with a nonce issued by `POST /auth/apple/nonce` (replay protection).
     public var requireServerNonce: Bool
     /// Seconds a server nonce lives (default 10 minutes).
@@ -46,6 +50,35 @@ public struct AuthServerConfiguration: Sendable {
     public var maximumHeaderSize = 32 * 1024
     /// The web sign-in and browser sessions (`/login`, cookies, return URLs).
     public var web: WebSignInConfiguration
+    /// Caps on connections and on how long a request may take to arrive.
+    public var connections = ConnectionLimits()
+    /// The reverse proxies in front of siwa: only from these peers is `Forwarded` / `X-Forwarded-For` read for the
+    /// client address (rate limits, per-address connection caps). Empty: the TCP peer is the client.
+    public var trustedProxies = TrustedProxies.none
+    /// Requests per second allowed for Apple's server-to-server notifications per sender address, with this burst:
+    /// their own budget, apart from the per-client limit meant for users (`nil`: unlimited).
+    public var notificationRateLimit: RateLimit? = RateLimit(requestsPerSecond: 50, burst: 500)
+    /// Sessions one identity token may open while it is valid (default 3: a client may retry a sign-in whose answer
+    /// it lost); replaying it more is refused with 401 `identity_token_replayed`. 0: unbounded.
+    public var maximumSessionsPerIdentityToken = 3
+    /// Web flows one client address may start per state lifetime (the flow states it can make the server keep).
+    public var maximumFlowsPerClient = 30
+
+    /// Caps on connections and request time.
+    public struct ConnectionLimits: Sendable {
+        /// Connections open at once; more are closed as soon as they are accepted (default 2,048). siwa raises its
+        /// descriptor limit to the hard limit at start-up and keeps this well below it.
+        public var maximumConnections = 2_048
+        /// Connections open at once from one client address (trusted proxies excepted; default 64).
+        public var maximumConnectionsPerAddress = 64
+        /// Time from a request's first byte to its complete head (default 10 s). A connection that sends nothing is
+        /// closed by the idle timeout instead.
+        public var requestHeadTimeout: Duration = .seconds(10)
+        /// Time from a request's head to the end of its body (default 30 s).
+        public var requestBodyTimeout: Duration = .seconds(30)
+
+        public init() {}
+    }
 
     /// A token-bucket limit.
     public struct RateLimit: Sendable {

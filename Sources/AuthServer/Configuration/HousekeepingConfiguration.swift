@@ -1,0 +1,20 @@
+#if canImport(FoundationEssentials)
+public import FoundationEssentials
+#else
+public import Foundation
+#endif
+
+/// Settings of the periodic purge of rows that can no longer be used.
+public struct HousekeepingConfiguration: Sendable {
+    /// How often expired rows are purged (default 1 hour); `nil` turns the purge off.
+    public var purgeInterval: Duration?
+    /// Seconds that refresh tokens and revoked sessions are kept after their expiry or revocation, and deletion
+    /// records after the deletion (default 7 days): long enough for reuse detection to name a stolen token and for
+    /// every instance to see each deletion.
+    public var retention: TimeInterval
+
+    public init(purgeInterval: Duration? = .seconds(3600), retention: TimeInterval = 7 * 86_400) {
+        self.purgeInterval = purgeInterval
+        self.retention = retention
+    }
+}

@@ -1,0 +1,307 @@
+public import AccountStore
+public import AppleSignIn
+public import Logging
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+/// Owns siwa's sessions: issuing them, rotating refresh tokens (reuse detection with a short grace window), access
+/// tokens for the non-rotating contracts, authenticating access tokens, and **ending** sessions.
+///
+/// It holds the store's session side, the access-token issuer, the revocation list, the user cache, the Apple consent
+/// checker, metrics, the clock and the session settings. Controllers speak HTTP and call this; none of them touches
+/// the store's revoke methods or the revocation list. Ending is written once, in ``SessionEnding``.
+public final class SessionService: Sendable {
+    let configuration: AuthServerConfiguration
+    let store: any AccountStore
+    let issuer: AccessTokenIssuer
+    let users: UserCache
+    let ending: SessionEnding
+    /// Validates overdue Apple refresh tokens on refresh (`nil`: no Apple credentials, nothing to validate).
+    let appleConsent: AppleConsentChecker?
+    let metrics: ServerMetrics?
+    let clock: any WallClock
+    let logger: Logger
+
+    init(
+        configuration: AuthServerConfiguration,
+        store: any AccountStore,
+        issuer: AccessTokenIssuer,
+        revocations: RevocationList,
+        users: UserCache,
+        apple: AppleAPIClient?,
+        sealer: DataSealer,
+        metrics: ServerMetrics?,
+        clock: any WallClock,
+        logger: Logger
+    ) {
+        let ending = SessionEnding(store: store, revocations: revocations, users: users, clock: clock)
+        self.configuration = configuration
+        self.store = store
+        self.issuer = issuer
+        self.users = users
+        self.ending = ending
+        self.appleConsent = apple.map { apple in
+            AppleConsentChecker(
+                configuration: configuration.lifecycle,
+                store: store,
+                apple: apple,
+                sealer: sealer,
+                ending: ending,
+                clock: clock,
+                logger: logger
+            )
+        }
+        self.metrics = metrics
+        self.clock = clock
+        self.logger = logger
+    }
+
+    /// Tokens answered to a client.
+    public struct Tokens: Sendable {
+        public var accessToken: String
+        public var expiresIn: Int
+        /// The new refresh token (rotation), or `nil` when the client keeps its own (non-rotating contracts).
+        public var refreshToken: String?
+        public var sessionID: SessionID
+        public var userID: UserID
+    }
+
+    // MARK: Issuing
+
+    /// A session to be stored with a sign-in (``AccountStore/signIn(_:startingSession:now:)``), and its refresh token.
+    struct PreparedSession: Sendable {
+        var refreshToken: String
+        var record: NewSession
+    }
+
+    /// A new session's id and first refresh token, for the sign-in that stores it.
+    func prepareSession(contract: SessionContract) -> PreparedSession {
+        let refreshToken = contract.newRefreshToken()
+        let now = clock.now
+        return PreparedSession(
+            refreshToken: refreshToken,
+            record: NewSession(
+                sessionID: SessionID(),
+                refreshTokenHash: RefreshTokens.hash(refreshToken),
+                issuedAt: now,
+                expiresAt: now.addingTimeInterval(configuration.refreshTokenLifetime)
+            )
+        )
+    }
+
+    /// An access token for a stored session.
+    func issueAccessToken(userID: UserID, sessionID: SessionID) throws -> (token: String, expiresIn: Int) {
+        try issuer.issue(userID: userID, sessionID: sessionID)
+    }
+
+    // MARK: Refresh
+
+    /// Rotates a refresh token of `contract`: a new access token and a new refresh token; the presented one stops
+    /// working. Presenting a rotated token again revokes its whole session, unless within
+    /// ``AuthServerConfiguration/refreshReuseGrace`` of its rotation (then a sibling token of the same session).
+    /// - Throws: ``AuthServerError`` 401 naming why (`refresh_token_reused`, `refresh_token_revoked`,
+    ///   `refresh_token_expired`, `invalid_refresh_token`, `apple_consent_revoked`), 503 `apple_unavailable`.
+    func rotate(refreshToken: String, contract: SessionContract = .canonical, logger: Logger) async throws -> Tokens {
+        try await requireWellFormed(refreshToken, contract: contract)
+        let presentedHash = RefreshTokens.hash(refreshToken)
+        try await requireAppleConsentBeforeRotating(presentedHash: presentedHash, logger: logger)
+        let next = contract.newRefreshToken()
+        let now = clock.now
+        let outcome = try await store.rotateRefreshToken(
+            presentedHash: presentedHash,
+            next: RefreshTokenRecord(
+                hash: RefreshTokens.hash(next),
+                sessionID: SessionID(),
+                userID: UserID(),
+                issuedAt: now,
+                expiresAt: now.addingTimeInterval(configuration.refreshTokenLifetime)
+            ),
+            now: now,
+            reuseGrace: configuration.refreshReuseGrace
+        )
+        switch outcome {
+        case .rotated(let sessionID, let userID):
+            metrics?.refresh(.rotated)
+            try await requireAppleConsentAfterRotating(userID: userID, logger: logger)
+            let access = try issuer.issue(userID: userID, sessionID: sessionID)
+            return Tokens(
+                accessToken: access.token,
+                expiresIn: access.expiresIn,
+                refreshToken: next,
+                sessionID: sessionID,
+                userID: userID
+            )
+        case .reused(let sessionID, let userID):
+            throw reuseDetected(sessionID: sessionID, userID: userID, logger: logger)
+        case .revoked(_, let userID):
+            metrics?.refresh(.revoked)
+            if let ended = try await appleConsentEndedError(userID: userID) { throw ended }
+            throw AuthServerError.refreshTokenRevoked
+        case .expired:
+            metrics?.refresh(.expired)
+            throw AuthServerError.refreshTokenExpired
+        case .notFound:
+            metrics?.refresh(.invalid)
+            throw AuthServerError.invalidRefreshToken
+        }
+    }
+
+    /// A new access token for a refresh token that is not rotated: the contracts whose clients keep one refresh token
+    /// (ServiceStack's `GetAccessToken`, RentManager's `/api/auth/refresh`, the Vapor tutorial's long-lived bearer).
+    /// The token must be its session's current one and of `contract`; a rotated token is reuse, as on
+    /// `POST /auth/refresh`, and revokes its session.
+    func accessToken(forRefreshToken refreshToken: String, contract: SessionContract) async throws -> Tokens {
+        let (sessionID, userID) = try await session(ofRefreshToken: refreshToken, contract: contract)
+        let access = try issuer.issue(userID: userID, sessionID: sessionID)
+        return Tokens(
+            accessToken: access.token,
+            expiresIn: access.expiresIn,
+            refreshToken: nil,
+            sessionID: sessionID,
+            userID: userID
+        )
+    }
+
+    /// The session of a current refresh token of `contract`, or a 401 naming why not. Changes nothing, except that a
+    /// rotated token revokes its session (reuse).
+    func session(
+        ofRefreshToken refreshToken: String,
+        contract: SessionContract
+    ) async throws -> (sessionID: SessionID, userID: UserID) {
+        try await requireWellFormed(refreshToken, contract: contract)
+        let check = try await store.checkRefreshToken(presentedHash: RefreshTokens.hash(refreshToken), now: clock.now)
+        switch check {
+        case .current(let sessionID, let userID):
+            return (sessionID, userID)
+        case .used(let sessionID, let userID):
+            // The store's check changes nothing; reuse ends the session here, as a rotation would have.
+            try await ending.end(sessionID)
+            throw reuseDetected(sessionID: sessionID, userID: userID, logger: logger)
+        case .revoked:
+            throw AuthServerError.refreshTokenRevoked
+        case .expired:
+            throw AuthServerError.refreshTokenExpired
+        case .notFound:
+            throw AuthServerError.invalidRefreshToken
+        }
+    }
+
+    /// Refuses a token that cannot be one of `contract`'s: empty, too long, or issued on another contract's routes.
+    /// A token of another contract is refused without ending its session (presenting it on the wrong route proves
+    /// nothing about who holds it), except a rotated one: reuse is reuse on every route.
+    private func requireWellFormed(_ refreshToken: String, contract: SessionContract) async throws {
+        guard !refreshToken.isEmpty, refreshToken.utf8.count <= 512 else {
+            metrics?.refresh(.invalid)
+            throw AuthServerError.invalidRefreshToken
+        }
+        let issuedBy = SessionContract.of(refreshToken)
+        guard issuedBy == contract else {
+            let hash = RefreshTokens.hash(refreshToken)
+            if case .used(let sessionID, let userID) = try await store.checkRefreshToken(
+                presentedHash: hash,
+                now: clock.now
+            ) {
+                try await ending.end(sessionID)
+                throw reuseDetected(sessionID: sessionID, userID: userID, logger: logger)
+            }
+            metrics?.refresh(.invalid)
+            throw AuthServerError.unauthorized(
+                AuthServerError.Code.invalidRefreshToken,
+                "this refresh token was issued on \(issuedBy.displayName) and works only there"
+            )
+        }
+    }
+
+    /// A rotated token was presented again: the store has revoked the session; this instance refuses its access
+    /// tokens at once.
+    private func reuseDetected(sessionID: SessionID, userID: UserID, logger: Logger) -> AuthServerError {
+        metrics?.refresh(.reused)
+        ending.recordEnded([sessionID], userID: nil)
+        logger.warning(
+            "refresh token reused: session revoked",
+            metadata: ["user": "\(userID)", "session": "\(sessionID)"]
+        )
+        return AuthServerError.unauthorized(
+            AuthServerError.Code.refreshTokenReused,
+            "this refresh token was already used; the session has been revoked, sign in again"
+        )
+    }
+
+    // MARK: Authenticating
+
+    /// Checks an access token with no database read: signature and claims (cached), then the revocation list.
+    /// - Throws: ``AuthServerError`` 401 `invalid_token`, `session_revoked` or `account_deleted`.
+    func authenticate(_ token: String) throws(AuthServerError) -> AccessTokenClaims {
+        guard let claims = issuer.verify(token) else {
+            throw AuthServerError.unauthorized(
+                AuthServerError.Code.invalidToken,
+                "the access token is malformed, expired or not signed by this server"
+            )
+        }
+        switch ending.revocations.status(of: claims.sessionID, userID: claims.userID) {
+        case .active: break
+        case .sessionRevoked:
+            throw AuthServerError.unauthorized("session_revoked", "the session of this access token has ended")
+        case .accountDeleted:
+            throw AuthServerError.unauthorized("account_deleted", "the account of this access token was deleted")
+        }
+        return claims
+    }
+
+    /// The account of an authenticated session, or 401 when it is gone.
+    func account(_ userID: UserID) async throws -> UserRecord {
+        guard let user = try await users.user(id: userID, store: store) else {
+            throw AuthServerError.unauthorized("unknown_user", "the account no longer exists")
+        }
+        return user
+    }
+
+    /// The account and its JSON, from the cache.
+    func accountEntry(_ userID: UserID) async throws -> UserCache.Entry {
+        guard let entry = try await users.entry(id: userID, store: store) else {
+            throw AuthServerError.unauthorized("unknown_user", "the account no longer exists")
+        }
+        return entry
+    }
+
+    /// Keeps the cache current with an account a sign-in wrote.
+    func signedIn(_ user: UserRecord) {
+        users.update(user)
+    }
+
+    // MARK: Ending
+
+    /// Ends one session (logout).
+    func endSession(_ sessionID: SessionID) async throws {
+        try await ending.end(sessionID)
+    }
+
+    /// Ends the session of a refresh token of any contract (logout by refresh token); an unknown token ends nothing.
+    func endSession(refreshToken: String) async throws {
+        guard !refreshToken.isEmpty, refreshToken.utf8.count <= 512,
+            let session = try await store.session(refreshTokenHash: RefreshTokens.hash(refreshToken))
+        else { return }
+        try await ending.end(session.sessionID)
+    }
+
+    /// Ends every session of a user.
+    @discardableResult
+    func endAllSessions(userID: UserID) async throws -> [SessionID] {
+        try await ending.endAll(userID: userID)
+    }
+
+    /// An account was deleted (its sessions ended in the deletion's transaction): its access tokens are refused and
+    /// it leaves the cache.
+    func forgetDeletedAccount(_ userID: UserID, endedSessions: [SessionID]) {
+        ending.recordEnded(endedSessions, userID: userID, deletedUser: userID)
+    }
+
+    /// An Apple notification was applied in the store: the sessions it ended, the account it changed or deleted.
+    func notificationApplied(endedSessions: [SessionID], userID: UserID?, deletedUser: UserID?) {
+        ending.recordEnded(endedSessions, userID: userID, deletedUser: deletedUser)
+    }
+}

@@ -1,0 +1,111 @@
+import AuthServer
+import Foundation
+import SiwaTesting
+import Testing
+
+/// siwa behind a real nginx (Debian's package, installed by `scripts/with-nginx`), with the proxy settings of
+/// `docs/deployment/nginx-proxy.conf`: per-client rate limits must hold for every client behind the proxy.
+@Suite(
+    "Server: behind nginx",
+    .enabled(
+        if: ProcessInfo.processInfo.environment["SIWA_TEST_NGINX"] != nil,
+        "SIWA_TEST_NGINX is not set: run through scripts/with-nginx (scripts/test does)"
+    )
+)
+struct ReverseProxyTests {
+    static let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
+
+    /// Runs `body` with nginx on a loopback port, proxying to `upstreamPort`.
+    static func withNginx(upstreamPort: Int, _ body: (Int) async throws -> Void) async throws {
+        let nginx = try #require(ProcessInfo.processInfo.environment["SIWA_TEST_NGINX"])
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("siwa-nginx-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let port = try freeLoopbackPort()
+        let proxySettings = repository.appendingPathComponent("docs/deployment/nginx-proxy.conf").path
+        let temp = folder.path
+        let configuration = """
+            daemon off;
+            worker_processes 1;
+            \(getuid() == 0 ? "user root;" : "")
+            pid \(temp)/nginx.pid;
+            error_log \(temp)/error.log warn;
+            events { worker_connections 256; }
+            http {
+                access_log off;
+                client_body_temp_path \(temp)/body;
+                proxy_temp_path \(temp)/proxy;
+                fastcgi_temp_path \(temp)/fastcgi;
+                uwsgi_temp_path \(temp)/uwsgi;
+                scgi_temp_path \(temp)/scgi;
+                upstream siwa { server 127.0.0.1:\(upstreamPort); keepalive 16; }
+                server {
+                    listen 127.0.0.1:\(port);
+                    client_header_timeout 10s;
+                    location / {
+                        proxy_pass http://siwa;
+                        include \(proxySettings);
+                    }
+                }
+            }
+            """
+        let file = folder.appendingPathComponent("nginx.conf")
+        try configuration.write(to: file, atomically: true, encoding: .utf8)
+        let process = try ChildProcess(
+            nginx,
+            arguments: ["-c", file.path, "-p", temp],
+            stdout: folder.appendingPathComponent("stdout.log").path,
+            stderr: folder.appendingPathComponent("stdout.log").path
+        )
+        defer {
+            process.terminate(signal: SIGTERM)
+            _ = process.waitForExit()
+        }
+        // Ready when it accepts a connection.
+        var ready = false
+        for _ in 0..<200 where !ready {
+            if (try? RawSocketConnection(port: port)) != nil {
+                ready = true
+            } else {
+                try await Task.sleep(for: .milliseconds(25))
+            }
+        }
+        try #require(
+            ready,
+            "nginx did not start: \((try? String(contentsOf: folder.appendingPathComponent("error.log"), encoding: .utf8)) ?? "")"
+        )
+        try await body(port)
+    }
+
+    /// One request through nginx from `source`, answered with its status code.
+    static func nonce(via port: Int, from source: String, forwardedFor: String? = nil) async throws -> Int? {
+        let connection = try RawSocketConnection(port: port, from: source)
+        var request = "POST /auth/apple/nonce HTTP/1.1\r\nHost: auth.example.com\r\nContent-Length: 0\r\n"
+        if let forwardedFor { request += "X-Forwarded-For: \(forwardedFor)\r\n" }
+        request += "Connection: close\r\n\r\n"
+        #expect(connection.send(request))
+        return try await connection.readResponse(timeout: .seconds(10))?.status
+    }
+
+    @Test func eachClientBehindTheProxyHasItsOwnRateLimit() async throws {
+        var configuration = AuthServerConfiguration(
+            authRateLimit: .init(requestsPerSecond: 0.001, burst: 3),
+            storeRefreshInterval: .milliseconds(200)
+        )
+        configuration.trustedProxies = try TrustedProxies(["127.0.0.1"])
+        try await ServerHarness.run(configuration: configuration) { harness in
+            let upstream = try #require(harness.serverURL.split(separator: ":").last.flatMap { Int($0) })
+            try await Self.withNginx(upstreamPort: upstream) { port in
+                for _ in 0..<3 {
+                    #expect(try await Self.nonce(via: port, from: "127.0.0.2") == 200)
+                }
+                #expect(try await Self.nonce(via: port, from: "127.0.0.2") == 429, "the busy client is limited")
+                #expect(try await Self.nonce(via: port, from: "127.0.0.3") == 200, "another client is not")
+                // A made-up X-Forwarded-For does not buy a fresh budget: nginx appends the real address.
+                let spoofed = try await Self.nonce(via: port, from: "127.0.0.2", forwardedFor: "203.0.113.50")
+                #expect(spoofed == 429)
+            }
+        }
+    }
+}
