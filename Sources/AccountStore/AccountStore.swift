@@ -108,6 +108,12 @@ public protocol AccountStore: Sendable {
     /// Applies a verified notification once: the first delivery of `event.eventKey` performs `action` on the account
     /// of `event.appleUserID` (if any) and logs the event, in one transaction; later deliveries change nothing and
     /// answer ``AppleNotificationOutcome/duplicate(_:)``. The store fills `userID` and `outcome`.
+    ///
+    /// Events apply in event order, whatever order they arrive in: an event older than the state it would change is
+    /// logged with outcome `stale` and changes nothing. For `endConsent`, that state is the user's latest sign-in (the
+    /// newest session's creation, less ``AppleNotificationRecord/consentOrderingLeeway`` for clock skew): a consent
+    /// revoked before the user signed in again does not end the new session. For
+    /// `setEmailForwarding`, it is the last applied email event of that Apple user.
     func applyAppleNotification(
         _ event: AppleNotificationRecord,
         action: AppleNotificationAction,

@@ -71,6 +71,7 @@ public actor InMemoryAccountStore: AccountStore {
                 user.emailVerified && !user.isPrivateEmail && user.email?.lowercased() == email.lowercased()
             })
         {
+            guard match.appleConsentRevokedAt != nil else { throw Self.emailOfAnotherAppleID }
             moveAccount(match.id, to: facts.appleUserID, now: now)
         }
         if let id = userByApple[facts.appleUserID], var user = users[id] {
@@ -140,6 +141,11 @@ public actor InMemoryAccountStore: AccountStore {
         }
         appleTokens[id] = nil
         transfers[id] = nil
+        for index in notifications.indices
+        where notifications[index].userID == id || notifications[index].appleUserID == user.appleUserID {
+            notifications[index].appleUserID = AppleNotificationRecord.forgottenAppleUserID
+            if mode == .delete { notifications[index].userID = nil }
+        }
         tokens = tokens.filter { $0.value.record.userID != id }
         userByApple[user.appleUserID] = nil
         switch mode {
@@ -232,6 +238,11 @@ public actor InMemoryAccountStore: AccountStore {
         if let id = userByApple[event.appleUserID] {
             record.userID = id
             record.outcome = "applied"
+            if isStale(event, action: action, userID: id) {
+                record.outcome = "stale"
+                notifications.append(record)
+                return .applied(record, endedSessions: [], deletedUser: nil)
+            }
             switch action {
             case .endConsent:
                 ended = endAppleConsent(userID: id, now: now)
@@ -249,7 +260,31 @@ public actor InMemoryAccountStore: AccountStore {
             record.outcome = "unknown_user"
         }
         notifications.append(record)
+        if deleted != nil, case .deleteAccount(let mode) = action {
+            // The deletion itself is logged without whom it was about, like the account's earlier events.
+            notifications[notifications.count - 1].appleUserID = AppleNotificationRecord.forgottenAppleUserID
+            if mode == .delete { notifications[notifications.count - 1].userID = nil }
+        }
         return .applied(record, endedSessions: ended, deletedUser: deleted)
+    }
+
+    /// An event older than the state it would change (see ``AccountStore/applyAppleNotification(_:action:now:)``).
+    private func isStale(_ event: AppleNotificationRecord, action: AppleNotificationAction, userID: UserID) -> Bool {
+        switch action {
+        case .endConsent:
+            let latestSignIn = sessions.values.filter { $0.userID == userID }.map(\.createdAt).max()
+            return latestSignIn.map {
+                event.eventTime < $0.addingTimeInterval(-AppleNotificationRecord.consentOrderingLeeway)
+            } ?? false
+        case .setEmailForwarding:
+            let latest = notifications.filter {
+                $0.appleUserID == event.appleUserID && $0.outcome == "applied"
+                    && AppleNotificationRecord.emailEventTypes.contains($0.type)
+            }.map(\.eventTime).max()
+            return latest.map { event.eventTime < $0 } ?? false
+        case .deleteAccount, .none:
+            return false
+        }
     }
 
     public func appleNotifications(limit: Int) -> [AppleNotificationRecord] {
@@ -463,6 +498,12 @@ public actor InMemoryAccountStore: AccountStore {
 
     /// Points the account at `appleUserID`, drops its Apple token (issued to the sending team) and marks its
     /// transfer done.
+    /// A link by email to an account whose own Apple ID still signs in: refused, never a takeover.
+    static let emailOfAnotherAppleID = StoreError(
+        .duplicate,
+        "sign in: the email belongs to the account of another Apple ID, which still signs in"
+    )
+
     private func moveAccount(_ userID: UserID, to appleUserID: AppleUserID, now: Date) {
         guard let user = users[userID] else { return }
         userByApple[user.appleUserID] = nil

@@ -192,22 +192,36 @@ extension SQLAccountStore {
         }
     }
 
-    /// Moves the oldest account with `email` (verified, not a relay address; case ignored) to `appleUserID`; its Apple
-    /// token belonged to the other Apple ID and goes. Returns whether one moved.
+    /// Moves the oldest account with `email` (verified, not a relay address; case ignored) to `appleUserID` when that
+    /// account's own Apple ID has stopped signing in (its consent ended); its Apple token belonged to the other Apple
+    /// ID and goes. Returns whether one moved.
+    /// - Throws: ``StoreError/Code/duplicate`` when the account's Apple ID still signs in: never a takeover.
     static func linkAccountByEmail(
         _ database: any SQLDatabase,
         email: String,
         to appleUserID: String,
         now: Int64
     ) async throws -> Bool {
+        let match = try await database.raw(
+            """
+            SELECT id, apple_consent_revoked_at FROM users
+            WHERE lower(email) = lower(\(bind: email)) AND email_verified = 1 AND is_private_email = 0
+                AND apple_user_id <> \(bind: appleUserID)
+            ORDER BY created_at, id LIMIT 1
+            """
+        ).first()
+        guard let match else { return false }
+        guard try match.decode(column: "apple_consent_revoked_at", as: Int64?.self) != nil else {
+            throw StoreError(
+                .duplicate,
+                "sign in: the email belongs to the account of another Apple ID, which still signs in"
+            )
+        }
+        let matched = try match.decode(column: "id", as: String.self)
         let moved = try await database.raw(
             """
             UPDATE users SET apple_user_id = \(bind: appleUserID), updated_at = \(bind: now)
-            WHERE id = (
-                SELECT id FROM users
-                WHERE lower(email) = lower(\(bind: email)) AND email_verified = 1 AND is_private_email = 0
-                ORDER BY created_at, id LIMIT 1
-            ) AND apple_user_id <> \(bind: appleUserID)
+            WHERE id = \(bind: matched)
             RETURNING id
             """
         ).first()?.decode(column: "id", as: String.self)

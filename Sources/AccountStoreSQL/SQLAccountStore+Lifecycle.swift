@@ -182,10 +182,34 @@ extension SQLAccountStore {
         return try await write("apply an Apple notification") { database in
             let userID = try await database.raw("SELECT id FROM users WHERE apple_user_id = \(bind: appleUserID)")
                 .first()?.decode(column: "id", as: String.self)
+            let stale: Bool
+            switch (userID, action) {
+            case (let userID?, .endConsent):
+                // Older than the user's latest sign-in: the consent was given again since.
+                let latest = try await database.raw(
+                    "SELECT MAX(created_at) AS latest FROM sessions WHERE user_id = \(bind: userID)"
+                ).first()?.decode(column: "latest", as: Int64?.self)
+                let leeway = Int64(AppleNotificationRecord.consentOrderingLeeway * 1000)
+                stale = latest.map { eventTime < $0 - leeway } ?? false
+            case (.some, .setEmailForwarding):
+                let enabled = "email-enabled"
+                let disabled = "email-disabled"
+                let latest = try await database.raw(
+                    """
+                    SELECT MAX(event_time) AS latest FROM apple_notifications
+                    WHERE apple_user_id = \(bind: appleUserID) AND outcome = 'applied'
+                        AND type IN (\(bind: enabled), \(bind: disabled))
+                    """
+                ).first()?.decode(column: "latest", as: Int64?.self)
+                stale = latest.map { eventTime < $0 } ?? false
+            default:
+                stale = false
+            }
             let outcome =
                 switch (userID, action) {
                 case (nil, _): "unknown_user"
                 case (_, .none): "ignored"
+                case _ where stale: "stale"
                 default: "applied"
                 }
             let inserted = try await database.raw(
@@ -211,7 +235,7 @@ extension SQLAccountStore {
                 return AppleNotificationOutcome.duplicate(try SQLRecords.notification(earlier))
             }
             let record = try SQLRecords.notification(inserted)
-            guard let userID else { return .applied(record, endedSessions: [], deletedUser: nil) }
+            guard let userID, !stale else { return .applied(record, endedSessions: [], deletedUser: nil) }
             switch action {
             case .endConsent:
                 let ended = try await Self.endConsent(database, userID: userID, now: now)
@@ -411,6 +435,17 @@ extension SQLAccountStore {
         try await database.raw("DELETE FROM refresh_tokens WHERE user_id = \(bind: userID)").run()
         try await database.raw("DELETE FROM apple_tokens WHERE user_id = \(bind: userID)").run()
         try await database.raw("DELETE FROM user_transfers WHERE user_id = \(bind: userID)").run()
+        // The notification log keeps the events (and their keys, so that a redelivery stays a duplicate) but not who
+        // they were about: the Apple user id goes, and with a deletion the siwa id too.
+        let forgotten = AppleNotificationRecord.forgottenAppleUserID
+        let keepsUserID = mode == .anonymise
+        try await database.raw(
+            """
+            UPDATE apple_notifications
+            SET apple_user_id = \(bind: forgotten), user_id = CASE WHEN \(bind: keepsUserID) THEN user_id ELSE NULL END
+            WHERE user_id = \(bind: userID) OR apple_user_id = \(bind: user.appleUserID.rawValue)
+            """
+        ).run()
         switch mode {
         case .delete:
             try await database.raw("DELETE FROM sessions WHERE user_id = \(bind: userID)").run()

@@ -43,6 +43,7 @@ struct DoctorCommand: AsyncParsableCommand {
             for (key, value) in Self.parseEnvFile(text) { environment[key] = value }
         }
         var findings = Self.check(environment)
+        findings.append(Self.checkServeReads(environment))
         if let database = await Self.checkDatabase(environment) { findings.append(database) }
         if json {
             struct Report: Encodable {
@@ -71,6 +72,19 @@ struct DoctorCommand: AsyncParsableCommand {
             )
         }
         if findings.contains(where: { !$0.ok }) { throw ExitCode(1) }
+    }
+
+    /// Whether `siwa serve` itself accepts these settings: the very reader `serve` uses, so that doctor can never call
+    /// a configuration right that `serve` refuses (a range, a list, a name it does not know).
+    static func checkServeReads(_ environment: [String: String]) -> Finding {
+        do {
+            _ = try ServerSettings.load(from: environment, createsDataKey: false)
+            return Finding(setting: "siwa serve", ok: true, message: "reads every SIWA_* setting given")
+        } catch let problem as ServerSettings.Problem {
+            return Finding(setting: problem.variable, ok: false, message: "siwa serve refuses it: \(problem.fix)")
+        } catch {
+            return Finding(setting: "siwa serve", ok: false, message: "siwa serve refuses these settings: \(error)")
+        }
     }
 
     /// `KEY=VALUE` lines; `#` comments, blank lines and `export ` prefixes allowed; quotes around values removed.

@@ -89,7 +89,8 @@ struct ServerSettings {
     }
 
     /// Reads the settings from `environment`.
-    static func load(from environment: [String: String]) throws -> ServerSettings {
+    /// - Parameter createsDataKey: `false` (for `siwa doctor`) reads an existing data-key file but creates none.
+    static func load(from environment: [String: String], createsDataKey: Bool = true) throws -> ServerSettings {
         func value(_ name: String) -> String? {
             environment[name].map { $0.trimmingCharacters(in: .whitespaces) }.flatMap { $0.isEmpty ? nil : $0 }
         }
@@ -215,12 +216,15 @@ struct ServerSettings {
             settings.databaseURL = url
         }
         if let path = value("SIWA_DATABASE_PATH") { settings.databasePath = path }
-        settings.dataKey = try loadDataKey(value("SIWA_DATA_KEY"), file: value("SIWA_DATA_KEY_FILE") ?? "siwa-data.key")
+        let keyFile = value("SIWA_DATA_KEY_FILE") ?? "siwa-data.key"
+        if createsDataKey || value("SIWA_DATA_KEY") != nil || FileManager.default.fileExists(atPath: keyFile) {
+            settings.dataKey = try loadDataKey(value("SIWA_DATA_KEY"), file: keyFile)
+        }
         return settings
     }
 
     /// The tutorials' client contracts: `SIWA_COMPAT` (a comma-separated list of servicestack, vapor, rentmanager, or
-    /// all), `SIWA_ADMIN_USERS` (siwa user ids or emails with the Admin role), `SIWA_SERVICESTACK_TOKEN_COOKIES`.
+    /// all), `SIWA_ADMIN_USERS` (siwa user ids or Apple user ids with the Admin role), `SIWA_SERVICESTACK_TOKEN_COOKIES`.
     private static func loadCompatibilitySettings(
         into server: inout AuthServerConfiguration,
         value: (String) -> String?,
@@ -245,11 +249,18 @@ struct ServerSettings {
                 )
             }
         }
-        server.compatibility.adminUsers = Set(
-            (value("SIWA_ADMIN_USERS") ?? "").split(separator: ",").map {
-                $0.trimmingCharacters(in: .whitespaces).lowercased()
-            }.filter { !$0.isEmpty }
-        )
+        let admins = (value("SIWA_ADMIN_USERS") ?? "").split(separator: ",").map {
+            $0.trimmingCharacters(in: .whitespaces).lowercased()
+        }.filter { !$0.isEmpty }
+        if let email = admins.first(where: { $0.contains("@") }) {
+            throw Problem(
+                variable: "SIWA_ADMIN_USERS",
+                fix:
+                    "'\(email)' is an email: roles are granted by siwa user id or Apple user id (sub) only, since an email "
+                    + "can be unverified or shared by several Apple IDs; `siwa users list` shows both ids"
+            )
+        }
+        server.compatibility.adminUsers = Set(admins)
         if let cookies = try flag("SIWA_SERVICESTACK_TOKEN_COOKIES") {
             server.compatibility.serviceStackTokenCookies = cookies
         }

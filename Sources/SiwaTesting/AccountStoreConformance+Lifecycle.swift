@@ -22,12 +22,16 @@ extension AccountStoreConformance {
         Check("a notification applies once and is logged", notificationAppliesOnce),
         Check("notifications set email forwarding and delete accounts", notificationActions),
         Check("10 concurrent deliveries of one notification apply once", concurrentNotificationDeliveries),
+        Check("notifications apply in event order: an older event is logged as stale", notificationsApplyInEventOrder),
         Check("a web state is consumed once while unexpired", webStateIsConsumedOnce),
         Check("10 concurrent consumptions of one web state succeed once", concurrentWebStateConsumptions),
         Check("purgeExpired removes only what can no longer be used", purgeRemovesExpired),
         Check("checkRefreshToken reports a token's state and changes nothing", checkRefreshTokenChangesNothing),
         Check("signIn starts the session in the same transaction, or nothing", signInStartsTheSession),
-        Check("signIn links by email only when asked, verified and not a relay", signInLinksByEmail),
+        Check(
+            "signIn links by email only when asked, verified, not a relay, and never takes an account over",
+            signInLinksByEmail
+        ),
         Check("a returning sign-in with a session updates what changed, and writes nothing else", returningSignIn),
         Check("20 concurrent returning sign-ins of one user each start a session", concurrentReturningSignIns),
     ]
@@ -343,6 +347,61 @@ extension AccountStoreConformance {
         #expect(try await store.appleNotifications(limit: 1).count == 1)
     }
 
+    static func notificationsApplyInEventOrder(_ store: any AccountStore) async throws {
+        let user = try await store.signIn(Fixture.facts(), now: Fixture.time(0)).user
+        try await store.saveAppleToken(Fixture.appleToken(user.id))
+        let session = Fixture.refreshToken(SessionID(), user.id)
+        try await store.createSession(firstToken: session, now: Fixture.time(600_000))
+
+        // Consent revoked 10 minutes before the latest sign-in: the user consented again since.
+        let old = try await store.applyAppleNotification(
+            notification("consent-revoked", user.appleUserID, at: 0),
+            action: .endConsent,
+            now: Fixture.time(700_000)
+        )
+        guard case .applied(let record, let ended, _) = old else {
+            Issue.record("a stale event is logged: \(old)")
+            return
+        }
+        #expect(record.outcome == "stale")
+        #expect(ended.isEmpty, "the newer session stays")
+        #expect(try await store.revokedSessions(since: Fixture.time(0)).isEmpty)
+        #expect(try await store.appleToken(userID: user.id) != nil, "the fresh Apple token stays")
+        #expect(try await store.user(id: user.id)?.appleConsentRevokedAt == nil)
+
+        // A newer email-enabled, then an older email-disabled delivered late: forwarding stays on.
+        _ = try await store.applyAppleNotification(
+            notification("email-disabled", user.appleUserID, at: 10),
+            action: .setEmailForwarding(false),
+            now: Fixture.time(700_001)
+        )
+        _ = try await store.applyAppleNotification(
+            notification("email-enabled", user.appleUserID, at: 30),
+            action: .setEmailForwarding(true),
+            now: Fixture.time(700_002)
+        )
+        let late = try await store.applyAppleNotification(
+            notification("email-disabled", user.appleUserID, at: 20),
+            action: .setEmailForwarding(false),
+            now: Fixture.time(700_003)
+        )
+        if case .applied(let record, _, _) = late { #expect(record.outcome == "stale") }
+        #expect(try await store.user(id: user.id)?.emailForwarding == true, "the newest email event wins")
+
+        // A consent revoked after the latest sign-in applies.
+        let current = try await store.applyAppleNotification(
+            notification("consent-revoked", user.appleUserID, at: 650_000),
+            action: .endConsent,
+            now: Fixture.time(700_004)
+        )
+        if case .applied(let record, let ended, _) = current {
+            #expect(record.outcome == "applied")
+            #expect(ended == [session.sessionID])
+        } else {
+            Issue.record("a current event applies: \(current)")
+        }
+    }
+
     static func notificationActions(_ store: any AccountStore) async throws {
         let user = try await store.signIn(
             Fixture.facts(email: "x@privaterelay.appleid.com", verified: true, isPrivate: true),
@@ -385,6 +444,17 @@ extension AccountStoreConformance {
             try await store.dueAppleRevocations(now: Fixture.time(10_000), limit: 10).isEmpty,
             "Apple deleted the Apple ID: nothing to revoke"
         )
+        // The log keeps the four events, but no longer who they were about.
+        let log = try await store.appleNotifications(limit: 10)
+        #expect(log.count == 4)
+        #expect(log.allSatisfy { $0.appleUserID != user.appleUserID && $0.userID == nil }, "deleted with the account")
+        // A redelivery of the deletion is still recognised.
+        let again = try await store.applyAppleNotification(
+            notification("account-delete", user.appleUserID, at: 40),
+            action: .deleteAccount(.delete),
+            now: Fixture.time(500)
+        )
+        if case .duplicate = again {} else { Issue.record("a redelivered deletion is a duplicate: \(again)") }
     }
 
     static func concurrentNotificationDeliveries(_ store: any AccountStore) async throws {
@@ -707,9 +777,17 @@ extension AccountStoreConformance {
             #expect(outcome.isNewUser, "no link for verified \(verified), private \(isPrivate)")
         }
 
-        // Asked, verified and shared: the oldest matching account moves to the new Apple ID.
+        // Asked, verified and shared, while the account's own Apple ID still signs in: refused, never a takeover.
         var linking = Fixture.facts(email: "LINK@example.com", verified: true, isPrivate: false)
         linking.linkByEmail = true
+        let refused = await #expect(throws: StoreError.self) { try await store.signIn(linking, now: Fixture.time(250)) }
+        #expect(refused?.code == .duplicate)
+        #expect(try await store.user(appleUserID: original.appleUserID)?.id == original.id, "the account stays")
+        #expect(try await store.user(appleUserID: linking.appleUserID) == nil, "no account for the second Apple ID")
+
+        // Once the first Apple ID has stopped signing in (consent ended), the account moves to the new Apple ID.
+        try await store.endAppleConsent(userID: original.id, now: Fixture.time(280))
+        try await store.saveAppleToken(Fixture.appleToken(original.id))
         let linked = try await store.signIn(linking, now: Fixture.time(300))
         #expect(!linked.isNewUser)
         #expect(linked.user.id == original.id, "the oldest account with the email")

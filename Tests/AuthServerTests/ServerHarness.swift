@@ -45,6 +45,7 @@ struct ServerHarness: Sendable {
     ///     its `/auth/apple/callback` as a redirect URI of the Services ID, so that the emulator's `form_post` reaches
     ///     the server.
     ///   - servicesIDConfigured: give the server the Services ID (`false`: web sign-in is not configured).
+    ///   - dataKey: the data key (a second server on the same store needs the first one's); a new one by default.
     static func run(
         store: any AccountStore = InMemoryAccountStore(),
         configuration: AuthServerConfiguration = AuthServerConfiguration(
@@ -53,6 +54,7 @@ struct ServerHarness: Sendable {
         ),
         web: Bool = false,
         servicesIDConfigured: Bool = true,
+        dataKey givenDataKey: SymmetricKey? = nil,
         _ body: @escaping @Sendable (ServerHarness) async throws -> Void
     ) async throws {
         let teamKey = P256.Signing.PrivateKey()
@@ -102,7 +104,7 @@ struct ServerHarness: Sendable {
                 ),
                 appleBaseURL: try AppleBaseURL(emulatorURL)
             )
-            let dataKey = SymmetricKey(size: .bits256)
+            let dataKey = givenDataKey ?? SymmetricKey(size: .bits256)
             let app = try await buildApplication(
                 configuration: configuration,
                 apple: apple,

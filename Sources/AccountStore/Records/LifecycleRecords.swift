@@ -89,6 +89,14 @@ public enum AppleNotificationAction: Sendable, Hashable {
 
 /// One Apple notification in the audit log.
 public struct AppleNotificationRecord: Sendable, Hashable {
+    /// The types that set email forwarding, whose order matters (``AccountStore/applyAppleNotification(_:action:now:)``).
+    public static let emailEventTypes: Set<String> = ["email-enabled", "email-disabled"]
+    /// How much older than the latest sign-in a `consent-revoked` must be to count as stale: Apple's clock and this
+    /// server's may differ by this much, and a revocation just after a sign-in must still apply.
+    public static let consentOrderingLeeway: TimeInterval = 60
+    /// What the log holds instead of the Apple user id once the account is deleted or anonymised.
+    public static let forgottenAppleUserID = AppleUserID("forgotten")
+
     /// Identifies the event across deliveries (Apple retries): a digest of its type, user and event time.
     public var eventKey: String
     /// Apple's event type, e.g. `consent-revoked`.

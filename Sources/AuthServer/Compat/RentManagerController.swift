@@ -94,7 +94,7 @@ struct RentManagerController: Sendable {
 
     private func user(_ user: UserRecord) -> UserBody {
         let name = [user.givenName, user.familyName].compactMap { $0 }.joined(separator: " ")
-        let admin = configuration.compatibility.isAdmin(userID: user.id.description, email: user.email)
+        let admin = configuration.compatibility.isAdmin(user)
         return UserBody(
             id: user.id.description,
             email: user.email,

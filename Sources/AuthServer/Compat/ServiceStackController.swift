@@ -273,7 +273,7 @@ struct ServiceStackController: Sendable {
         await Self.answering(request) {
             let claims = try authenticated(context)
             let caller = try await sessions.account(claims.userID)
-            guard compatibility.isAdmin(userID: caller.id.description, email: caller.email) else {
+            guard compatibility.isAdmin(caller) else {
                 throw ServiceStackError(.forbidden, "Forbidden", "Invalid Role")
             }
             var dump: [UserDump] = []
@@ -324,7 +324,7 @@ struct ServiceStackController: Sendable {
     }
 
     private func roles(of user: UserRecord) -> [String] {
-        compatibility.isAdmin(userID: user.id.description, email: user.email) ? ["Admin"] : []
+        compatibility.isAdmin(user) ? ["Admin"] : []
     }
 
     private func userDump(_ user: UserRecord) -> UserDump {

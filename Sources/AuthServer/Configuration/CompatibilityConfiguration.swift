@@ -1,3 +1,6 @@
+import AccountStore
+import AppleSignIn
+
 /// Which client contracts of the tutorials siwa replaces are served (thin adapters over the same sign-in and session
 /// logic), and their options. Off by default for `siwa serve`; `siwa demo` turns all of them on.
 public struct CompatibilityConfiguration: Sendable {
@@ -11,7 +14,8 @@ public struct CompatibilityConfiguration: Sendable {
     public var rentManager: Bool
     /// ServiceStack's `UseTokenCookie` for every sign-in, not only when the request asks for it.
     public var serviceStackTokenCookies: Bool
-    /// siwa user ids or email addresses that hold the `Admin` role (ServiceStack's `/users`, RentManager's `role`).
+    /// siwa user ids or Apple user ids (`sub`), lower-cased, that hold the `Admin` role (ServiceStack's `/users`,
+    /// RentManager's `role`). Never emails: an email can be unverified, a relay, or shared by several Apple IDs.
     public var adminUsers: Set<String>
 
     public init(
@@ -31,9 +35,10 @@ public struct CompatibilityConfiguration: Sendable {
     /// Every contract on.
     public static let all = CompatibilityConfiguration(serviceStack: true, vaporTutorial: true, rentManager: true)
 
-    /// Whether the account holds the `Admin` role.
-    func isAdmin(userID: String, email: String?) -> Bool {
-        adminUsers.contains(userID) || adminUsers.contains(userID.lowercased())
-            || email.map { adminUsers.contains($0.lowercased()) } == true
+    /// Whether the account holds the `Admin` role: by its siwa id or its Apple user id, never its email.
+    func isAdmin(_ user: UserRecord) -> Bool {
+        guard !adminUsers.isEmpty else { return false }
+        return adminUsers.contains(user.id.description.lowercased())
+            || adminUsers.contains(user.appleUserID.rawValue.lowercased())
     }
 }

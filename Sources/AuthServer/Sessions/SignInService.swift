@@ -87,25 +87,36 @@ struct SignInService: Sendable {
         }
         // The account and the session's first refresh token are one store transaction.
         let session = sessions.prepareSession(contract: contract)
-        let outcome = try await store.signIn(
-            AppleSignInFacts(
-                appleUserID: token.sub,
-                clientID: token.aud,
-                email: token.email,
-                emailVerified: token.emailVerified,
-                isPrivateEmail: token.email == nil ? nil : token.emailIsPrivateRelay,
-                givenName: givenName.map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }.flatMap {
-                    $0.isEmpty ? nil : $0
-                },
-                familyName: familyName.map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }.flatMap {
-                    $0.isEmpty ? nil : $0
-                },
-                transferSub: token.transferSub,
-                linkByEmail: configuration.linkAccountsByEmail
-            ),
-            startingSession: session.record,
-            now: session.record.issuedAt
-        )
+        let outcome: SignInOutcome
+        do {
+            outcome = try await store.signIn(
+                AppleSignInFacts(
+                    appleUserID: token.sub,
+                    clientID: token.aud,
+                    email: token.email,
+                    emailVerified: token.emailVerified,
+                    isPrivateEmail: token.email == nil ? nil : token.emailIsPrivateRelay,
+                    givenName: givenName.map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }.flatMap {
+                        $0.isEmpty ? nil : $0
+                    },
+                    familyName: familyName.map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }.flatMap {
+                        $0.isEmpty ? nil : $0
+                    },
+                    transferSub: token.transferSub,
+                    linkByEmail: configuration.linkAccountsByEmail
+                ),
+                startingSession: session.record,
+                now: session.record.issuedAt
+            )
+        } catch {
+            // Linking by email found an account whose own Apple ID still signs in: refused, never taken over.
+            guard error.code == .duplicate, configuration.linkAccountsByEmail else { throw error }
+            throw AuthServerError(
+                .conflict,
+                "email_in_use",
+                "this email belongs to an account of another Apple ID; sign in with that Apple ID"
+            )
+        }
         let access = try sessions.issueAccessToken(userID: outcome.user.id, sessionID: session.record.sessionID)
         if let authorizationCode, !authorizationCode.isEmpty, let apple {
             await keepAppleRefreshToken(
