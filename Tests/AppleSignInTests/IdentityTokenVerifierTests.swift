@@ -64,6 +64,41 @@ struct IdentityTokenVerifierTests {
         #expect(verified.issuedAt == Self.now)
     }
 
+    /// `verify` and `inspect` walk one list of checks: `inspect` reports each of them, in order, and a token that
+    /// fails one of them fails `verify` with the same error.
+    @Test func inspectReportsEveryCheckThatVerifyRuns() async throws {
+        let good = try apple.identityToken(claims(nonce: "n-1"))
+        let report = await try verifier().inspect(good, expectedNonce: "n-1")
+        #expect(report.checks.map(\.name) == IdentityTokenVerifier.identityTokenCheckNames)
+        #expect(report.passed)
+        #expect(
+            try await verifier().verify(good, expectedNonce: "n-1").sub
+                == AppleUserID("001234.abcdef0123456789abcdef0123456789.1234")
+        )
+
+        // One failing check at a time: inspect names it (and only it), verify throws its error.
+        let failing: [(check: String, token: String, nonce: String?)] = [
+            ("audience", try apple.identityToken(claims(aud: "com.other")), nil),
+            (
+                "expiry",
+                try apple.identityToken(TestClaims(aud: Self.bundleID, now: Self.now.addingTimeInterval(-7_200))), nil
+            ),
+            ("claims", good, "another nonce"),
+        ]
+        for (check, token, nonce) in failing {
+            let inspection = await try verifier().inspect(token, expectedNonce: nonce)
+            #expect(inspection.checks.map(\.name) == IdentityTokenVerifier.identityTokenCheckNames, "\(check)")
+            #expect(inspection.checks.filter { !$0.passed }.map(\.name) == [check], "\(check)")
+            let expected = try #require(
+                inspection.checks.first { !$0.passed }.flatMap { check -> AppleSignInError? in
+                    if case .failure(let error) = check.outcome { return error }
+                    return nil
+                }
+            )
+            await #expect(throws: expected, "\(check)") { try await verifier().verify(token, expectedNonce: nonce) }
+        }
+    }
+
     @Test func servicesIDIsAnAllowedAudience() async throws {
         let token = try apple.identityToken(claims(aud: Self.servicesID))
         #expect(try await verifier().verify(token).aud == ClientID(Self.servicesID))

@@ -36,12 +36,28 @@ public struct IdentityTokenVerifier: Sendable {
     /// - Throws: ``AppleSignInError`` naming the check that failed.
     /// - Warning: without `expectedNonce`, a captured token can be replayed until it expires.
     public func verify(_ token: String, expectedNonce: String? = nil) async throws(AppleSignInError) -> IdentityToken {
-        let jwt = try await SignedAppleJWT.verify(token, keys: keys, configuration: configuration, now: clock.now)
-        let identityToken = try IdentityToken(claims: jwt)
-        if let expectedNonce {
-            try checkNonce(identityToken, expected: expectedNonce)
-        }
+        let progress = try await AppleJWTCheck.verify(
+            token,
+            identityTokenChecks(expectedNonce: expectedNonce),
+            context: checkContext(describes: false)
+        )
+        guard let identityToken = progress.identityToken else { throw .malformed("the token was not fully checked") }
         return identityToken
+    }
+
+    /// Every check of an identity token, in order: the one list ``verify(_:expectedNonce:)`` and
+    /// ``inspect(_:expectedNonce:)`` both walk.
+    func identityTokenChecks(expectedNonce: String?) -> [AppleJWTCheck] {
+        AppleJWTCheck.common + [AppleJWTCheck.identityToken(expectedNonce: expectedNonce, verifier: self)]
+    }
+
+    /// The names of the checks of an identity token, or of a notification, as ``inspect(_:expectedNonce:)`` reports
+    /// them.
+    public static var identityTokenCheckNames: [String] { AppleJWTCheck.common.map(\.name) + ["claims"] }
+    public static var notificationCheckNames: [String] { (AppleJWTCheck.common + [.notification]).map(\.name) }
+
+    func checkContext(describes: Bool) -> AppleJWTCheck.Context {
+        AppleJWTCheck.Context(keys: keys, configuration: configuration, now: clock.now, describes: describes)
     }
 
     func checkNonce(_ token: IdentityToken, expected: String) throws(AppleSignInError) {

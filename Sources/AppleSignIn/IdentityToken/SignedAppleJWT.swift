@@ -8,7 +8,8 @@ import Foundation
 #endif
 
 /// The checks common to everything Apple signs (identity tokens and server-to-server notifications): compact JWS
-/// structure, RS256 only, key by `kid`, signature, then `iss`, `aud`, `exp` and `iat`.
+/// structure, RS256 only, key by `kid`, signature, then `iss`, `aud`, `exp` and `iat`, as functions that
+/// ``AppleJWTCheck/common`` lists in order; a value of this type is what they verified.
 ///
 /// The token is split once, each part base64url-decoded once, the header and the claims each read once; the RSA key
 /// was parsed when the key set was fetched.
@@ -34,31 +35,6 @@ struct SignedAppleJWT {
         let signature: [UInt8]
         /// SHA-256 of the signing input (`header.payload` as sent).
         let digest: SHA256.Digest
-    }
-
-    /// Verifies `token`: every check, in order, the first failure thrown.
-    static func verify(
-        _ token: String,
-        keys: AppleKeyCache,
-        configuration: AppleSignInConfiguration,
-        now: Date
-    ) async throws(AppleSignInError) -> SignedAppleJWT {
-        let parts = try decode(token)
-        try checkAlgorithm(parts)
-        let key = try await keys.key(for: try keyID(parts))
-        try checkSignature(parts, key: key)
-        let claims = try decodeClaims(parts)
-        let issuer = try checkIssuer(claims, configuration: configuration)
-        let audience = try matchAudience(claims["aud"], allowed: configuration.allowedClientIDs)
-        let expiresAt = try checkExpiry(claims, now: now, leeway: configuration.clockLeeway)
-        let issuedAt = try checkIssuedAt(claims, now: now, leeway: configuration.clockLeeway)
-        return SignedAppleJWT(
-            claims: claims,
-            audience: audience,
-            issuer: issuer,
-            issuedAt: issuedAt,
-            expiresAt: expiresAt
-        )
     }
 
     /// Splits the token into its three parts and decodes each once, reading the token's UTF-8 in place.

@@ -9,8 +9,9 @@ import Foundation
 public struct TokenInspection: Sendable {
     /// One check and how it went.
     public struct Check: Sendable {
-        /// `structure`, `algorithm`, `key`, `signature`, `claims`, `issuer`, `audience`, `expiry`, `issued-at`,
-        /// `nonce`, `event`.
+        /// ``IdentityTokenVerifier/identityTokenCheckNames`` or ``IdentityTokenVerifier/notificationCheckNames``:
+        /// `structure`, `algorithm`, `key`, `signature`, `payload`, `issuer`, `audience`, `expiry`, `issued-at`, then
+        /// `claims` (an identity token's typed claims and nonce) or `event` (a notification's).
         public let name: String
         /// What passed (a short detail), or the error that failed it.
         public let outcome: Result<String, AppleSignInError>
@@ -35,95 +36,35 @@ public struct TokenInspection: Sendable {
 }
 
 extension IdentityTokenVerifier {
-    /// Runs every check on `token` separately and reports each.
+    /// Runs every check on `token` separately and reports each: the same list of checks as
+    /// ``verify(_:expectedNonce:)`` (or ``verifyNotification(payload:)`` for a payload with an `events` claim), so a
+    /// check that verification runs is reported here too.
     /// - Parameters:
     ///   - token: an identity token or the `payload` of a notification.
     ///   - expectedNonce: the raw nonce to compare, if any.
     public func inspect(_ token: String, expectedNonce: String? = nil) async -> TokenInspection {
-        var checks: [TokenInspection.Check] = []
-        func record(_ name: String, _ body: () throws(AppleSignInError) -> String) {
+        let context = checkContext(describes: true)
+        let common = await AppleJWTCheck.inspect(token, AppleJWTCheck.common, context: context)
+        var progress = common.progress
+        var checks = common.results
+        let isNotification = progress.claims?["events"] != nil
+        // Past a failed structure or payload check there are no claims to read further.
+        if progress.claims != nil {
+            let last =
+                isNotification
+                ? AppleJWTCheck.notification
+                : identityTokenChecks(expectedNonce: expectedNonce)[
+                    AppleJWTCheck.common.count
+                ]
             do {
-                checks.append(.init(name: name, outcome: .success(try body())))
+                checks.append(.init(name: last.name, outcome: .success(try await last.run(&progress, context))))
             } catch {
-                checks.append(.init(name: name, outcome: .failure(error)))
-            }
-        }
-        let parts: SignedAppleJWT.Parts
-        do {
-            parts = try SignedAppleJWT.decode(token)
-            checks.append(.init(name: "structure", outcome: .success("three base64url parts, JSON header")))
-        } catch {
-            checks.append(.init(name: "structure", outcome: .failure(error)))
-            return TokenInspection(headerJSON: nil, claimsJSON: nil, isNotification: false, checks: checks)
-        }
-        record("algorithm") { () throws(AppleSignInError) in
-            try SignedAppleJWT.checkAlgorithm(parts)
-            return "RS256"
-        }
-        var key: AppleSigningKey?
-        do {
-            let kid = try SignedAppleJWT.keyID(parts)
-            key = try await keys.key(for: kid)
-            checks.append(.init(name: "key", outcome: .success("kid '\(kid)' is in Apple's key set")))
-        } catch {
-            checks.append(.init(name: "key", outcome: .failure(error)))
-        }
-        record("signature") { () throws(AppleSignInError) in
-            guard let key else { throw AppleSignInError(.unknownKey, "not checked: no key to check it with") }
-            try SignedAppleJWT.checkSignature(parts, key: key)
-            return "RS256 signature verifies with '\(key.keyID)'"
-        }
-        let claimsJSON = String(decoding: parts.payload, as: UTF8.self)
-        let claims: JSONValue
-        do {
-            claims = try SignedAppleJWT.decodeClaims(parts)
-        } catch {
-            checks.append(.init(name: "claims", outcome: .failure(error)))
-            return TokenInspection(
-                headerJSON: String(decoding: parts.headerBytes, as: UTF8.self),
-                claimsJSON: claimsJSON,
-                isNotification: false,
-                checks: checks
-            )
-        }
-        let now = clock.now
-        record("issuer") { () throws(AppleSignInError) in
-            try SignedAppleJWT.checkIssuer(claims, configuration: configuration)
-        }
-        record("audience") { () throws(AppleSignInError) in
-            try SignedAppleJWT.matchAudience(claims["aud"], allowed: configuration.allowedClientIDs).rawValue
-        }
-        record("expiry") { () throws(AppleSignInError) in
-            let expiresAt = try SignedAppleJWT.checkExpiry(claims, now: now, leeway: configuration.clockLeeway)
-            return "expires \(SignedAppleJWT.wholeSeconds(expiresAt.timeIntervalSince(now))) s from now"
-        }
-        record("issued-at") { () throws(AppleSignInError) in
-            let issuedAt = try SignedAppleJWT.checkIssuedAt(claims, now: now, leeway: configuration.clockLeeway)
-            return "issued \(SignedAppleJWT.wholeSeconds(now.timeIntervalSince(issuedAt))) s ago"
-        }
-        let isNotification = claims["events"] != nil
-        if isNotification {
-            record("event") { () throws(AppleSignInError) in
-                let event = try ServerNotificationEvent(eventsClaim: claims["events"])
-                return "\(event.type) for \(event.sub)"
-            }
-        } else {
-            record("claims") { () throws(AppleSignInError) in
-                let jwt = SignedAppleJWT(
-                    claims: claims,
-                    audience: ClientID(""),
-                    issuer: "",
-                    issuedAt: now,
-                    expiresAt: now
-                )
-                let token = try IdentityToken(claims: jwt)
-                if let expectedNonce { try checkNonce(token, expected: expectedNonce) }
-                return expectedNonce == nil ? "typed claims decode" : "typed claims decode; nonce matches"
+                checks.append(.init(name: last.name, outcome: .failure(error)))
             }
         }
         return TokenInspection(
-            headerJSON: String(decoding: parts.headerBytes, as: UTF8.self),
-            claimsJSON: claimsJSON,
+            headerJSON: progress.parts.map { String(decoding: $0.headerBytes, as: UTF8.self) },
+            claimsJSON: progress.parts.map { String(decoding: $0.payload, as: UTF8.self) },
             isNotification: isNotification,
             checks: checks
         )

@@ -32,15 +32,13 @@ extension IdentityTokenVerifier {
 
     /// Verifies the JWT of a notification (the `payload` field).
     public func verifyNotification(payload: String) async throws(AppleSignInError) -> ServerNotification {
-        let jwt = try await SignedAppleJWT.verify(payload, keys: keys, configuration: configuration, now: clock.now)
-        guard let id = jwt.claims["jti"]?.stringValue, !id.isEmpty else { throw .malformed("claim 'jti' is missing") }
-        let event = try ServerNotificationEvent(eventsClaim: jwt.claims["events"])
-        return ServerNotification(
-            id: id,
-            aud: jwt.audience,
-            issuedAt: jwt.issuedAt,
-            event: event
+        let progress = try await AppleJWTCheck.verify(
+            payload,
+            AppleJWTCheck.common + [.notification],
+            context: checkContext(describes: false)
         )
+        guard let notification = progress.notification else { throw .malformed("the payload was not fully checked") }
+        return notification
     }
 }
 
