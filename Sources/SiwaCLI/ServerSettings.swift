@@ -99,7 +99,8 @@ struct ServerSettings {
             guard let number = Double(text), range.contains(number) else {
                 throw Problem(
                     variable: name,
-                    fix: "expected a number from \(range.lowerBound) to \(range.upperBound), got '\(text)'"
+                    fix:
+                        "expected a number from \(Self.plain(range.lowerBound)) to \(Self.plain(range.upperBound)), got '\(text)'"
                 )
             }
             return number
@@ -328,6 +329,11 @@ struct ServerSettings {
             }
             server.web.domainAssociation = text
         }
+    }
+
+    /// A bound as people write it: `65535`, not `65535.0`.
+    static func plain(_ number: Double) -> String {
+        number == number.rounded() && abs(number) < 1e15 ? String(Int64(number)) : String(number)
     }
 
     /// The data key from `SIWA_DATA_KEY` (base64 of 32 bytes), or from a file created on first start (0600).

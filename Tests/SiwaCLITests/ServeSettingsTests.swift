@@ -34,6 +34,7 @@ struct ServeSettingsTests {
         )
         #expect(result.status != 0)
         #expect(result.stderr.contains(variable), "stderr: \(result.stderr)")
+        #expect(!result.stderr.contains(".0 to"), "ranges read as people write them: \(result.stderr)")
         #expect(
             !FileManager.default.fileExists(atPath: directory.appendingPathComponent("s.sqlite").path),
             "nothing is created before the settings are valid"

@@ -73,7 +73,7 @@ struct RentManagerController: Sendable {
                 flow: .compat,
                 contract: .rentManager
             )
-            return try ServiceStackController.json(
+            return try CompatResponse.json(
                 SignInAnswer(
                     token: signedIn.accessToken,
                     refreshToken: signedIn.refreshToken,
@@ -88,41 +88,27 @@ struct RentManagerController: Sendable {
         await Self.answering {
             let body = try await request.decodeJSON(RefreshBody.self, limit: configuration.maximumBodySize)
             let access = try await sessions.accessToken(forRefreshToken: body.refreshToken, contract: .rentManager)
-            return try ServiceStackController.json(RefreshAnswer(token: access.accessToken))
+            return try CompatResponse.json(RefreshAnswer(token: access.accessToken))
         }
     }
 
     private func user(_ user: UserRecord) -> UserBody {
-        let name = [user.givenName, user.familyName].compactMap { $0 }.joined(separator: " ")
         let admin = configuration.compatibility.isAdmin(user)
         return UserBody(
             id: user.id.description,
             email: user.email,
-            full_name: name.isEmpty ? nil : name,
+            full_name: user.fullName,
             role: admin ? "admin" : "user",
             access_level: admin ? "full" : "standard"
         )
     }
 
     /// Errors as RentManager writes them: `{"success": false, "error": code, "message": text}`.
+    /// RentManager's error envelope: `{"success": false, "error", "message"}`.
     static func answering(_ body: () async throws -> Response) async -> Response {
-        let status: HTTPResponse.Status
-        let code: String
-        let message: String
-        var headers: HTTPFields = [:]
-        do {
-            return try await body()
-        } catch let error as AuthServerError {
-            (status, code, message, headers) = (error.status, error.code, error.message, error.headers)
-        } catch {
-            (status, code, message) = (.internalServerError, "internal_error", "the request could not be completed")
-        }
-        let data =
-            (try? JSONSerialization.data(
-                withJSONObject: ["success": false, "error": code, "message": message] as [String: Any],
-                options: [.sortedKeys]
-            )) ?? Data("{}".utf8)
-        headers[.contentType] = "application/json; charset=utf-8"
-        return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: data)))
+        await CompatResponse.answering(
+            envelope: { code, message in ["success": false, "error": code, "message": message] },
+            body
+        )
     }
 }

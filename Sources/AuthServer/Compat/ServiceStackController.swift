@@ -309,12 +309,11 @@ struct ServiceStackController: Sendable {
         bearerToken: String?,
         refreshToken: String?
     ) -> AuthenticateResponse {
-        let name = [user.givenName, user.familyName].compactMap { $0 }.joined(separator: " ")
         return AuthenticateResponse(
             userId: user.id.description,
             sessionId: sessionID,
             userName: user.email ?? user.id.description,
-            displayName: name.isEmpty ? (user.email ?? "") : name,
+            displayName: user.displayName ?? "",
             bearerToken: bearerToken,
             refreshToken: refreshToken,
             profileUrl: Self.profileImage,
@@ -328,12 +327,11 @@ struct ServiceStackController: Sendable {
     }
 
     private func userDump(_ user: UserRecord) -> UserDump {
-        let name = [user.givenName, user.familyName].compactMap { $0 }.joined(separator: " ")
         return UserDump(
             id: user.id.description,
             userName: user.email ?? user.id.description,
             email: user.email,
-            displayName: name.isEmpty ? (user.email ?? "") : name,
+            displayName: user.displayName ?? "",
             firstName: user.givenName,
             lastName: user.familyName,
             emailVerified: user.emailVerified,
@@ -365,15 +363,7 @@ struct ServiceStackController: Sendable {
         )
     }
 
-    static func json(_ value: some Encodable) throws -> Response {
-        let encoder = JSONEncoder()
-        encoder.dateEncodingStrategy = .iso8601
-        return Response(
-            status: .ok,
-            headers: [.contentType: "application/json; charset=utf-8", .cacheControl: "no-store"],
-            body: .init(byteBuffer: ByteBuffer(bytes: try encoder.encode(value)))
-        )
-    }
+    static func json(_ value: some Encodable) throws -> Response { try CompatResponse.json(value) }
 
     /// Runs a route and answers any error in ServiceStack's shape.
     static func answering(_ request: Request, _ body: () async throws -> Response) async -> Response {

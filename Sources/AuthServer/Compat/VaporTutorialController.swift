@@ -94,7 +94,7 @@ struct VaporTutorialController: Sendable {
                 flow: .compat,
                 contract: .vaporTutorial
             )
-            return try ServiceStackController.json(
+            return try CompatResponse.json(
                 SignInAnswer(accessToken: signedIn.refreshToken, user: Self.user(signedIn.user))
             )
         }
@@ -112,7 +112,7 @@ struct VaporTutorialController: Sendable {
                 // The tutorial's long-lived opaque token: this contract's refresh token, never another's.
                 userID = try await sessions.session(ofRefreshToken: token, contract: .vaporTutorial).userID
             }
-            return try ServiceStackController.json(Self.user(try await sessions.account(userID)))
+            return try CompatResponse.json(Self.user(try await sessions.account(userID)))
         }
     }
 
@@ -121,24 +121,11 @@ struct VaporTutorialController: Sendable {
     }
 
     /// Errors as Vapor's `ErrorMiddleware` writes them, `{"error": true, "reason": …}`, plus siwa's code.
+    /// The tutorial's error envelope: `{"error": true, "reason", "code"}` (Vapor's `ErrorMiddleware` shape).
     static func answering(_ body: () async throws -> Response) async -> Response {
-        let status: HTTPResponse.Status
-        let code: String
-        let reason: String
-        var headers: HTTPFields = [:]
-        do {
-            return try await body()
-        } catch let error as AuthServerError {
-            (status, code, reason, headers) = (error.status, error.code, error.message, error.headers)
-        } catch {
-            (status, code, reason) = (.internalServerError, "internal_error", "the request could not be completed")
-        }
-        let data =
-            (try? JSONSerialization.data(
-                withJSONObject: ["error": true, "reason": reason, "code": code] as [String: Any],
-                options: [.sortedKeys]
-            )) ?? Data("{}".utf8)
-        headers[.contentType] = "application/json; charset=utf-8"
-        return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: data)))
+        await CompatResponse.answering(
+            envelope: { code, message in ["error": true, "reason": message, "code": code] },
+            body
+        )
     }
 }

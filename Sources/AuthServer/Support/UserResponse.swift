@@ -29,8 +29,7 @@ public struct UserResponse: ResponseCodable, Equatable {
         self.emailForwarding = user.emailForwarding
         self.givenName = user.givenName
         self.familyName = user.familyName
-        let name = [user.givenName, user.familyName].compactMap { $0 }.joined(separator: " ")
-        self.displayName = name.isEmpty ? user.email : name
+        self.displayName = user.displayName
         self.createdAt = user.createdAt
     }
 }
@@ -144,4 +143,15 @@ extension SessionResponse {
             body: .init(byteBuffer: ByteBuffer(bytes: jsonBytes))
         )
     }
+}
+
+extension UserRecord {
+    /// Given and family name, or `nil` when neither is known.
+    var fullName: String? {
+        let name = [givenName, familyName].compactMap { $0 }.joined(separator: " ")
+        return name.isEmpty ? nil : name
+    }
+
+    /// The name to show: the full name, else the email (the one rule for every route and contract).
+    var displayName: String? { fullName ?? email }
 }

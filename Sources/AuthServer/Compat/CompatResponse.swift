@@ -1,0 +1,53 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import NIOCore
+
+/// The one way the client contracts answer: JSON bodies (ISO 8601 dates, `no-store`), and errors in each contract's
+/// own envelope, built from the same ``AuthServerError`` (its status and headers, such as `Retry-After`, kept).
+enum CompatResponse {
+    /// A JSON answer.
+    static func json(_ value: some Encodable, status: HTTPResponse.Status = .ok) throws -> Response {
+        let encoder = JSONEncoder()
+        encoder.dateEncodingStrategy = .iso8601
+        return Response(
+            status: status,
+            headers: [.contentType: "application/json; charset=utf-8", .cacheControl: "no-store"],
+            body: .init(byteBuffer: ByteBuffer(bytes: try encoder.encode(value)))
+        )
+    }
+
+    /// Runs a route and answers any error in the contract's envelope, made by `envelope` from the error's code and
+    /// message; an error that is not an ``AuthServerError`` is a 500 whose detail stays in the log.
+    static func answering(
+        envelope: (_ code: String, _ message: String) -> [String: Any],
+        _ body: () async throws -> Response
+    ) async -> Response {
+        let error: AuthServerError
+        do {
+            return try await body()
+        } catch let refused as AuthServerError {
+            error = refused
+        } catch {
+            return errorResponse(
+                AuthServerError(.internalServerError, "internal_error", "the request could not be completed"),
+                envelope: envelope
+            )
+        }
+        return errorResponse(error, envelope: envelope)
+    }
+
+    /// An error in a contract's envelope.
+    static func errorResponse(
+        _ error: AuthServerError,
+        envelope: (_ code: String, _ message: String) -> [String: Any]
+    ) -> Response {
+        let data =
+            (try? JSONSerialization.data(withJSONObject: envelope(error.code, error.message), options: [.sortedKeys]))
+            ?? Data("{}".utf8)
+        var headers = error.headers
+        headers[.contentType] = "application/json; charset=utf-8"
+        headers[.cacheControl] = "no-store"
+        return Response(status: error.status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: data)))
+    }
+}
