@@ -65,12 +65,7 @@ public struct IdentityTokenVerifier: Sendable {
             if token.nonceSupported == false && configuration.acceptsMissingNonceOnUnsupportedPlatforms { return }
             throw AppleSignInError(.nonceMissing, "a nonce was expected but the token carries none")
         }
-        let raw = Array(expected.utf8)
-        // Raw first; the SHA-256 hex form is computed only when the raw form does not match.
-        guard
-            constantTimeEquals(Array(nonce.utf8), raw)
-                || constantTimeEquals(Array(nonce.lowercased().utf8), Array(SHA256.hash(data: raw).hexString.utf8))
-        else {
+        guard NonceForms.matches(claim: nonce, raw: expected) else {
             throw AppleSignInError(.nonceMismatch, "the token's nonce matches neither the nonce nor its SHA-256 hex")
         }
     }

@@ -28,7 +28,11 @@ struct CompatRequestBody: Sendable {
         do {
             return Array(try await request.body.collect(upTo: limit).readableBytesView)
         } catch {
-            throw AuthServerError(.contentTooLarge, "body_too_large", "the request body is larger than \(limit) bytes")
+            throw AuthServerError(
+                .contentTooLarge,
+                AuthServerError.Code.bodyTooLarge,
+                "the request body is larger than \(limit) bytes"
+            )
         }
     }
 
@@ -43,12 +47,12 @@ struct CompatRequestBody: Sendable {
                 _ = try JSONReader.parseObject(bytes)
             } catch {
                 throw AuthServerError.badRequest(
-                    "invalid_json",
+                    AuthServerError.Code.invalidJSON,
                     "the body is not a single JSON object: \(error.reason)"
                 )
             }
             guard let object = try? JSONSerialization.jsonObject(with: Data(bytes)) as? [String: Any] else {
-                throw AuthServerError.badRequest("invalid_json", "the body is not a JSON object")
+                throw AuthServerError.badRequest(AuthServerError.Code.invalidJSON, "the body is not a JSON object")
             }
             if let name = normalizedDuplicate(in: object) { throw duplicate(name) }
             return CompatRequestBody(json: object)

@@ -62,7 +62,7 @@ struct RentManagerController: Sendable {
         await Self.answering {
             let body = try await request.decodeJSON(SignInBody.self, limit: configuration.maximumBodySize)
             guard !body.identityToken.isEmpty else {
-                throw AuthServerError.badRequest("missing_field", "field 'identityToken' is required")
+                throw AuthServerError.badRequest(AuthServerError.Code.missingField, "field 'identityToken' is required")
             }
             let signedIn = try await signIn.signIn(
                 identityToken: body.identityToken,

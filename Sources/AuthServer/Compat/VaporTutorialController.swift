@@ -83,7 +83,10 @@ struct VaporTutorialController: Sendable {
         await Self.answering {
             let body = try await request.decodeJSON(SignInBody.self, limit: configuration.maximumBodySize)
             guard !body.appleIdentityToken.isEmpty else {
-                throw AuthServerError.badRequest("missing_field", "field 'appleIdentityToken' is required")
+                throw AuthServerError.badRequest(
+                    AuthServerError.Code.missingField,
+                    "field 'appleIdentityToken' is required"
+                )
             }
             let signedIn = try await signIn.signIn(
                 identityToken: body.appleIdentityToken,
@@ -103,7 +106,10 @@ struct VaporTutorialController: Sendable {
     @Sendable func me(_ request: Request, context: SiwaRequestContext) async throws -> Response {
         await Self.answering {
             guard let token = request.bearerToken else {
-                throw AuthServerError.unauthorized("missing_token", "send 'Authorization: Bearer <accessToken>'")
+                throw AuthServerError.unauthorized(
+                    AuthServerError.Code.missingToken,
+                    "send 'Authorization: Bearer <accessToken>'"
+                )
             }
             let userID: UserID
             if token.split(separator: ".").count == 3 {

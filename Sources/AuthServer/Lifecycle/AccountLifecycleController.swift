@@ -41,7 +41,7 @@ struct AccountLifecycleController: Sendable {
         } catch {
             throw AuthServerError(
                 .contentTooLarge,
-                "body_too_large",
+                AuthServerError.Code.bodyTooLarge,
                 "the notification body is larger than \(IdentityTokenVerifier.maximumNotificationBodySize) bytes"
             )
         }

@@ -255,7 +255,7 @@ public final class SessionService: Sendable {
     /// The account of an authenticated session, or 401 when it is gone.
     func account(_ userID: UserID) async throws -> UserRecord {
         guard let user = try await users.user(id: userID, store: store) else {
-            throw AuthServerError.unauthorized("unknown_user", "the account no longer exists")
+            throw AuthServerError.unauthorized(AuthServerError.Code.unknownUser, "the account no longer exists")
         }
         return user
     }
@@ -263,7 +263,7 @@ public final class SessionService: Sendable {
     /// The account and its JSON, from the cache.
     func accountEntry(_ userID: UserID) async throws -> UserCache.Entry {
         guard let entry = try await users.entry(id: userID, store: store) else {
-            throw AuthServerError.unauthorized("unknown_user", "the account no longer exists")
+            throw AuthServerError.unauthorized(AuthServerError.Code.unknownUser, "the account no longer exists")
         }
         return entry
     }

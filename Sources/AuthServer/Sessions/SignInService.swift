@@ -209,9 +209,8 @@ struct SignInService: Sendable {
         guard let nonce = token.nonce else {
             throw AppleSignInError(.nonceMissing, "a server-issued nonce is required")
         }
-        var candidates = [Array(SHA256.hash(data: Array(nonce.utf8)))]
-        if let hashed = Self.hexBytes(nonce), hashed.count == 32 { candidates.append(hashed) }
-        for candidate in candidates where try await store.consumeServerNonce(hash: candidate, now: clock.now) {
+        for candidate in NonceForms.rawNonceHashes(claim: nonce)
+        where try await store.consumeServerNonce(hash: candidate, now: clock.now) {
             return
         }
         throw AppleSignInError(.nonceMismatch, "the token's nonce is not an unused server nonce")
@@ -225,26 +224,5 @@ struct SignInService: Sendable {
             expiresAt: clock.now.addingTimeInterval(configuration.serverNonceLifetime)
         )
         return (nonce, Int(configuration.serverNonceLifetime))
-    }
-
-    private static func hexBytes(_ text: String) -> [UInt8]? {
-        let characters = Array(text.lowercased().utf8)
-        guard characters.count % 2 == 0 else { return nil }
-        var bytes: [UInt8] = []
-        var index = 0
-        while index < characters.count {
-            guard let high = hexValue(characters[index]), let low = hexValue(characters[index + 1]) else { return nil }
-            bytes.append(high << 4 | low)
-            index += 2
-        }
-        return bytes
-    }
-
-    private static func hexValue(_ byte: UInt8) -> UInt8? {
-        switch byte {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): return byte - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): return byte - UInt8(ascii: "a") + 10
-        default: return nil
-        }
     }
 }

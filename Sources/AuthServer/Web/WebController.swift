@@ -127,7 +127,7 @@ struct WebController: Sendable {
             buffer = try await request.body.collect(upTo: AuthorizationCallback.maximumBodySize)
         } catch {
             return WebErrorPage(
-                AuthServerError(.contentTooLarge, "body_too_large", "the callback body is too large")
+                AuthServerError(.contentTooLarge, AuthServerError.Code.bodyTooLarge, "the callback body is too large")
             ).response
         }
         return await completeFlow(
