@@ -1,6 +1,7 @@
 public import Foundation
 public import Hummingbird
 public import Logging
+public import NIOCore
 
 /// A local stand-in for appleid.apple.com: keys, the authorize page, token, revoke and team-transfer endpoints, plus a
 /// control API for tests and developers. Point a server's Apple base URL at it and every Sign in with Apple flow runs
@@ -34,10 +35,16 @@ public struct AppleIDEmulator: Sendable {
     }
 
     /// The emulator as a Hummingbird application listening on `host:port`.
-    public func application(host: String = "127.0.0.1", port: Int = 9090) -> some ApplicationProtocol {
+    /// - Parameter onServerRunning: called once the port is bound and the emulator accepts connections.
+    public func application(
+        host: String = "127.0.0.1",
+        port: Int = 9090,
+        onServerRunning: @escaping @Sendable (any Channel) async -> Void = { _ in }
+    ) -> some ApplicationProtocol {
         Application(
             router: router(),
             configuration: ApplicationConfiguration(address: .hostname(host, port: port), serverName: "siwa-emulator"),
+            onServerRunning: onServerRunning,
             logger: logger
         )
     }

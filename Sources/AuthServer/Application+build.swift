@@ -5,7 +5,7 @@ import HTTPTypes
 public import Hummingbird
 import HummingbirdCore
 public import Logging
-import NIOCore
+public import NIOCore
 
 /// Builds the siwa server: the canonical API, well-known keys and health routes, over an injected store and HTTP
 /// transport. The CLI and the tests call this same function.
@@ -19,6 +19,7 @@ import NIOCore
 ///   - host: address to listen on.
 ///   - port: port (0 for any free one).
 ///   - logger: request and event logs (never tokens).
+///   - onServerRunning: called once the port is bound and the server accepts connections.
 public func buildApplication(
     configuration: AuthServerConfiguration,
     apple: AppleSignInConfiguration,
@@ -28,7 +29,8 @@ public func buildApplication(
     clock: any WallClock = SystemWallClock(),
     host: String = "127.0.0.1",
     port: Int = 8080,
-    logger: Logger = Logger(label: "siwa")
+    logger: Logger = Logger(label: "siwa"),
+    onServerRunning: @escaping @Sendable (any Channel) async -> Void = { _ in }
 ) async throws -> some ApplicationProtocol {
     let sealer = DataSealer(key: dataKey)
     // One registry per application, never the global `MetricsSystem`: tests run many applications in one process.
@@ -188,6 +190,7 @@ public func buildApplication(
             )
         ),
         configuration: ApplicationConfiguration(address: .hostname(host, port: port), serverName: "siwa"),
+        onServerRunning: onServerRunning,
         logger: logger
     )
     app.addServices(

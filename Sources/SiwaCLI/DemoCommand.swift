@@ -9,7 +9,14 @@ import Foundation
 import Hummingbird
 import Logging
 import ServiceLifecycle
+import Synchronization
 import UnixSignals
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// `siwa demo`: the emulator and the server in one process, on SQLite, with no configuration.
 struct DemoCommand: AsyncParsableCommand {
@@ -38,6 +45,13 @@ struct DemoCommand: AsyncParsableCommand {
     func run() async throws {
         var logger = Logger(label: "siwa")
         logger.logLevel = .info
+        // A busy port is named before anything starts (and again if it is taken meanwhile, below).
+        for (flag, value) in [("--port", port), ("--emulator-port", emulatorPort)] where !Self.isFree(port: value) {
+            Terminal.error(
+                "error: port \(value) is in use on 127.0.0.1; choose another with \(flag) (e.g. \(flag) \(value + 1))"
+            )
+            throw ExitCode(1)
+        }
         let serverURL = "http://localhost:\(port)"
         let keyFile = try EmulatorCommand.demoKeyFile()
         let teamKey = try P256.Signing.PrivateKey(pemRepresentation: String(contentsOfFile: keyFile, encoding: .utf8))
@@ -62,6 +76,7 @@ struct DemoCommand: AsyncParsableCommand {
         settings.host = "127.0.0.1"
         DescriptorLimit.apply(to: &settings.server.connections, logger: logger)
         let store = try await StoreFactory.open(settings, logger: logger)
+        let running = Running(banner: Self.banner(port: port, emulatorPort: emulatorPort, database: database))
         let server = try await buildApplication(
             configuration: settings.server,
             apple: settings.apple,
@@ -70,12 +85,17 @@ struct DemoCommand: AsyncParsableCommand {
             dataKey: settings.dataKey,
             host: settings.host,
             port: port,
-            logger: logger
+            logger: logger,
+            onServerRunning: { _ in running.started() }
         )
-        print(Self.banner(port: port, emulatorPort: emulatorPort, database: database))
         let group = ServiceGroup(
             configuration: .init(
-                services: [.init(service: emulator.application(port: emulatorPort)), .init(service: server)],
+                services: [
+                    .init(
+                        service: emulator.application(port: emulatorPort, onServerRunning: { _ in running.started() })
+                    ),
+                    .init(service: server),
+                ],
                 gracefulShutdownSignals: [.sigterm, .sigint],
                 logger: logger
             )
@@ -84,9 +104,55 @@ struct DemoCommand: AsyncParsableCommand {
             try await group.run()
         } catch {
             await store.close()
+            if "\(error)".contains("Address already in use") {
+                Terminal.error(
+                    "error: port \(port) or \(emulatorPort) was taken while siwa started; choose others with --port and "
+                        + "--emulator-port"
+                )
+                throw ExitCode(1)
+            }
             throw error
         }
         await store.close()
+    }
+
+    /// Prints the banner once both the server and the emulator have bound their ports: never before (a port in
+    /// use would contradict it), and flushed at once, wherever standard output goes.
+    final class Running: Sendable {
+        private let count = Mutex(0)
+        let banner: String
+
+        init(banner: String) {
+            self.banner = banner
+        }
+
+        func started() {
+            let both = count.withLock { count -> Bool in
+                count += 1
+                return count == 2
+            }
+            guard both else { return }
+            Terminal.say(banner)
+        }
+    }
+
+    /// Whether nothing listens on `port` of 127.0.0.1 now.
+    static func isFree(port: Int) -> Bool {
+        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard descriptor >= 0 else { return true }
+        defer { close(descriptor) }
+        var reuse: Int32 = 1
+        setsockopt(descriptor, SOL_SOCKET, SO_REUSEADDR, &reuse, socklen_t(MemoryLayout<Int32>.size))
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(clamping: port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        return bound == 0
     }
 
     static func banner(port: Int, emulatorPort: Int, database: String) -> String {

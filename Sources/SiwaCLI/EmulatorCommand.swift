@@ -40,6 +40,7 @@ struct EmulatorCommand: AsyncParsableCommand {
         var logger = Logger(label: "siwa.emulator")
         logger.logLevel = .info
         let configuration: EmulatorConfiguration
+        var banner = ""
         if let config {
             guard let data = FileManager.default.contents(atPath: config) else {
                 Terminal.error("error: --config: cannot read \(config)")
@@ -55,7 +56,7 @@ struct EmulatorCommand: AsyncParsableCommand {
             let keyFile = try Self.demoKeyFile()
             let key = try P256.Signing.PrivateKey(pemRepresentation: String(contentsOfFile: keyFile, encoding: .utf8))
             configuration = .demo(key: key, serverURL: serverURL)
-            print(Self.demoSettings(keyFile: keyFile, host: host, port: port))
+            banner = Self.demoSettings(keyFile: keyFile, host: host, port: port) + "\n"
         }
         let emulator = try await AppleIDEmulator(
             configuration: configuration,
@@ -63,8 +64,18 @@ struct EmulatorCommand: AsyncParsableCommand {
             stateFile: state,
             logger: logger
         )
-        print("Apple ID emulator listening on http://\(host):\(port)  (Ctrl-C stops it)")
-        try await emulator.application(host: host, port: port).runService()
+        // Said once the port is bound, unbuffered: never "listening" for a port that turns out to be taken.
+        banner += "Apple ID emulator listening on http://\(host):\(port)  (Ctrl-C stops it)"
+        let said = banner
+        do {
+            try await emulator.application(host: host, port: port, onServerRunning: { _ in Terminal.say(said) })
+                .runService()
+        } catch  where "\(error)".contains("Address already in use") {
+            Terminal.error(
+                "error: port \(port) is in use on \(host); choose another with --port (e.g. --port \(port + 1))"
+            )
+            throw ExitCode(1)
+        }
     }
 
     /// The demo team's key: created once in `siwa-emulator/`, reused after.

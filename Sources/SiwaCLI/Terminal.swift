@@ -18,6 +18,13 @@ struct Terminal {
     func red(_ text: String) -> String { colours ? "\u{1B}[31m\(text)\u{1B}[0m" : text }
     func dim(_ text: String) -> String { colours ? "\u{1B}[2m\(text)\u{1B}[0m" : text }
 
+    /// Writes a line to standard output at once, unbuffered, whatever it is (a terminal, a file, a pipe): a
+    /// long-running command's banner reaches a log when it is printed, not when a buffer fills or the process ends.
+    static func say(_ text: String) {
+        var line = text + "\n"
+        line.withUTF8 { _ = write(STDOUT_FILENO, $0.baseAddress, $0.count) }
+    }
+
     /// Writes to standard error.
     static func error(_ text: String) {
         var line = text + "\n"

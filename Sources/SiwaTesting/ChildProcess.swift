@@ -93,6 +93,7 @@ public func runChildProcess(
     _ executable: String,
     arguments: [String],
     environment: [String: String]? = nil,
+    directory: String? = nil,
     stdin: String? = nil
 ) async throws -> (status: Int32, stdout: Data, stderr: Data) {
     try await offCooperativePool {
@@ -107,6 +108,7 @@ public func runChildProcess(
             executable,
             arguments: arguments,
             environment: environment,
+            directory: directory,
             stdin: input.path,
             stdout: output.path,
             stderr: errors.path
