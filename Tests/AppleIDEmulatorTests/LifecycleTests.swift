@@ -149,7 +149,9 @@ struct LifecycleTests {
             await #expect(throws: AppleSignInError.timeout) {
                 try await impatient.revoke(token: try #require(tokens.refreshToken), clientID: token.aud)
             }
-            #expect(clock.now - start < .seconds(1.2))
+            // The client's own 300 ms timeout ended the call, not the emulator, which hangs for 30 s: a bound far from
+            // both, so that a loaded machine cannot make it fail.
+            #expect(clock.now - start < .seconds(15), "the client gave up on its own timeout")
             try await apple.revoke(token: try #require(tokens.refreshToken), clientID: token.aud)
 
             let bad = try await emulator.control("faults", ["endpoint": "authorize", "mode": "error"])
