@@ -168,7 +168,11 @@ public func buildApplication(
             try await store.ping()
             return Response(status: .ok)
         } catch {
-            throw AuthServerError(.serviceUnavailable, "database_unavailable", "the database cannot be reached")
+            throw AuthServerError(
+                .serviceUnavailable,
+                AuthServerError.Code.databaseUnavailable,
+                "the database cannot be reached"
+            )
         }
     }
 

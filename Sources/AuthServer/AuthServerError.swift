@@ -54,6 +54,28 @@ public struct AuthServerError: Error, HTTPResponseError, CustomStringConvertible
         static let bodyTooLarge = "body_too_large"
         static let unsupportedMediaType = "unsupported_media_type"
         static let invalidJSON = "invalid_json"
+        static let accountDeleted = "account_deleted"
+        static let appleError = "apple_error"
+        static let appleUnavailable = "apple_unavailable"
+        static let csrfCheckFailed = "csrf_check_failed"
+        static let databaseUnavailable = "database_unavailable"
+        static let duplicateField = "duplicate_field"
+        static let emailInUse = "email_in_use"
+        static let flowNotStartedHere = "flow_not_started_here"
+        static let identityTokenReplayed = "identity_token_replayed"
+        static let internalError = "internal_error"
+        static let invalidBody = "invalid_body"
+        static let invalidCallback = "invalid_callback"
+        static let invalidField = "invalid_field"
+        static let invalidReturnURL = "invalid_return_url"
+        static let notFound = "not_found"
+        static let rateLimited = "rate_limited"
+        static let serverMisconfigured = "server_misconfigured"
+        static let sessionRevoked = "session_revoked"
+        static let stateAlreadyUsed = "state_already_used"
+        static let stateExpired = "state_expired"
+        static let stateNotFound = "state_not_found"
+        static let webSigninDisabled = "web_signin_disabled"
     }
 
     static let invalidRefreshToken = unauthorized(Code.invalidRefreshToken, "the refresh token is not valid")
@@ -82,11 +104,11 @@ extension AuthServerError {
     ) -> AuthServerError {
         switch error.code.category {
         case .appleUnavailable:
-            return AuthServerError(.serviceUnavailable, "apple_unavailable", error.reason)
+            return AuthServerError(.serviceUnavailable, Code.appleUnavailable, error.reason)
         case .configuration:
             return AuthServerError(
                 .internalServerError,
-                "server_misconfigured",
+                Code.serverMisconfigured,
                 "the server's Sign in with Apple settings are wrong"
             )
         default:

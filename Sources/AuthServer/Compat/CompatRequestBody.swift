@@ -58,7 +58,7 @@ struct CompatRequestBody: Sendable {
             return CompatRequestBody(json: object)
         }
         guard isForm(contentType) else {
-            throw AuthServerError.badRequest("invalid_body", "send a JSON object or a form")
+            throw AuthServerError.badRequest(AuthServerError.Code.invalidBody, "send a JSON object or a form")
         }
         var fields: [String: Field] = [:]
         for (name, value) in formFields(bytes) {
@@ -70,7 +70,7 @@ struct CompatRequestBody: Sendable {
 
     private static func duplicate(_ name: String) -> AuthServerError {
         AuthServerError.badRequest(
-            "duplicate_field",
+            AuthServerError.Code.duplicateField,
             "field '\(String(name.prefix(64)))' is sent more than once (names match case-insensitively)"
         )
     }

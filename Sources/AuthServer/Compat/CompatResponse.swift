@@ -30,7 +30,11 @@ enum CompatResponse {
             error = refused
         } catch {
             return errorResponse(
-                AuthServerError(.internalServerError, "internal_error", "the request could not be completed"),
+                AuthServerError(
+                    .internalServerError,
+                    AuthServerError.Code.internalError,
+                    "the request could not be completed"
+                ),
                 envelope: envelope
             )
         }

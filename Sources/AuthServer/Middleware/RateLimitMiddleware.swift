@@ -136,7 +136,7 @@ struct RateLimitMiddleware: RouterMiddleware {
         if let wait {
             throw AuthServerError(
                 .tooManyRequests,
-                "rate_limited",
+                AuthServerError.Code.rateLimited,
                 "too many requests from this address; retry later",
                 headers: [.retryAfter: String(max(1, Int(wait.rounded(.up))))]
             )

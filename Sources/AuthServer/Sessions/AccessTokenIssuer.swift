@@ -54,7 +54,9 @@ public final class AccessTokenIssuer: Sendable {
             }
             loaded = try await Self.load(store: store, sealer: sealer)
         }
-        guard let loaded else { throw AuthServerError(.internalServerError, "internal_error", "no signing key") }
+        guard let loaded else {
+            throw AuthServerError(.internalServerError, AuthServerError.Code.internalError, "no signing key")
+        }
         self.keys = Mutex(loaded)
     }
 

@@ -12,7 +12,7 @@ public struct DataSealer: Sendable {
 
     public func seal(_ plaintext: [UInt8]) throws -> [UInt8] {
         guard let combined = try AES.GCM.seal(plaintext, using: key).combined else {
-            throw AuthServerError(.internalServerError, "internal_error", "sealing failed")
+            throw AuthServerError(.internalServerError, AuthServerError.Code.internalError, "sealing failed")
         }
         return Array(combined)
     }

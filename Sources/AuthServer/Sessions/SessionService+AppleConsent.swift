@@ -32,7 +32,7 @@ extension SessionService {
             guard checker.configuration.refuseRefreshWhenAppleUnavailable else { return }
             throw AuthServerError(
                 .serviceUnavailable,
-                "apple_unavailable",
+                AuthServerError.Code.appleUnavailable,
                 "the Apple sign-in of this account must be re-validated and Apple cannot be reached; try again later"
             )
         }

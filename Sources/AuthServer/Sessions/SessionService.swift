@@ -245,9 +245,15 @@ public final class SessionService: Sendable {
         switch ending.revocations.status(of: claims.sessionID, userID: claims.userID) {
         case .active: break
         case .sessionRevoked:
-            throw AuthServerError.unauthorized("session_revoked", "the session of this access token has ended")
+            throw AuthServerError.unauthorized(
+                AuthServerError.Code.sessionRevoked,
+                "the session of this access token has ended"
+            )
         case .accountDeleted:
-            throw AuthServerError.unauthorized("account_deleted", "the account of this access token was deleted")
+            throw AuthServerError.unauthorized(
+                AuthServerError.Code.accountDeleted,
+                "the account of this access token was deleted"
+            )
         }
         return claims
     }

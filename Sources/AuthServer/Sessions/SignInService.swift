@@ -79,9 +79,9 @@ struct SignInService: Sendable {
             consumesServerNonce: flow != .web
         )
         guard replays.admit(identityToken, expiresAt: token.expiresAt, now: clock.now) else {
-            metrics?.identityTokenFailure(reason: "identity_token_replayed")
+            metrics?.identityTokenFailure(reason: AuthServerError.Code.identityTokenReplayed)
             throw AuthServerError.unauthorized(
-                "identity_token_replayed",
+                AuthServerError.Code.identityTokenReplayed,
                 "this identity token has already signed in \(replays.limit) times; get a new one from Apple"
             )
         }
@@ -113,7 +113,7 @@ struct SignInService: Sendable {
             guard error.code == .duplicate, configuration.linkAccountsByEmail else { throw error }
             throw AuthServerError(
                 .conflict,
-                "email_in_use",
+                AuthServerError.Code.emailInUse,
                 "this email belongs to an account of another Apple ID; sign in with that Apple ID"
             )
         }

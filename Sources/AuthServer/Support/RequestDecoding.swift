@@ -56,12 +56,12 @@ extension Request {
             )
         } catch let DecodingError.typeMismatch(_, context) {
             throw AuthServerError.badRequest(
-                "invalid_field",
+                AuthServerError.Code.invalidField,
                 "field '\(Self.path(context.codingPath))' has the wrong type"
             )
         } catch let DecodingError.valueNotFound(_, context) {
             throw AuthServerError.badRequest(
-                "invalid_field",
+                AuthServerError.Code.invalidField,
                 "field '\(Self.path(context.codingPath))' must not be null"
             )
         } catch {

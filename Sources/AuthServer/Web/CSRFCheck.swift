@@ -44,6 +44,6 @@ public enum CSRFCheck {
     }
 
     private static func refusal(_ message: String) -> AuthServerError {
-        AuthServerError(.forbidden, "csrf_check_failed", message)
+        AuthServerError(.forbidden, AuthServerError.Code.csrfCheckFailed, message)
     }
 }

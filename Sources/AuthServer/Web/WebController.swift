@@ -59,7 +59,7 @@ struct WebController: Sendable {
         guard let servicesID = apple.servicesID else {
             throw AuthServerError(
                 .serviceUnavailable,
-                "web_signin_disabled",
+                AuthServerError.Code.webSigninDisabled,
                 "web sign-in is not configured on this server: set the Services ID (servicesID)"
             )
         }
@@ -87,7 +87,7 @@ struct WebController: Sendable {
         do {
             destination = try policy.resolve(requested)
         } catch {
-            throw AuthServerError.badRequest("invalid_return_url", error.reason)
+            throw AuthServerError.badRequest(AuthServerError.Code.invalidReturnURL, error.reason)
         }
         let state = WebAuthorization.randomToken()
         let nonce = WebAuthorization.randomToken()
@@ -166,7 +166,7 @@ struct WebController: Sendable {
             response =
                 WebErrorPage(
                     status: .internalServerError,
-                    code: "internal_error",
+                    code: AuthServerError.Code.internalError,
                     reason: "Something went wrong on our side. Please try again."
                 ).response
         }
@@ -187,7 +187,10 @@ struct WebController: Sendable {
         do {
             callback = try AuthorizationCallback(formBody: body)
         } catch {
-            throw AuthServerError.badRequest("invalid_callback", "Apple's answer could not be read: \(error.reason).")
+            throw AuthServerError.badRequest(
+                AuthServerError.Code.invalidCallback,
+                "Apple's answer could not be read: \(error.reason)."
+            )
         }
         switch callback {
         case .cancelled(let state):
@@ -208,7 +211,10 @@ struct WebController: Sendable {
             return Self.redirect("/login?cancelled=1")
         case .failed(let error, _):
             let shown = error.count <= 64 ? error : String(error.prefix(64)) + "…"
-            throw AuthServerError.badRequest("apple_error", "Apple ended the sign-in with the error '\(shown)'.")
+            throw AuthServerError.badRequest(
+                AuthServerError.Code.appleError,
+                "Apple ended the sign-in with the error '\(shown)'."
+            )
         case .authorized(let code, let idToken, let state, let user):
             let flow = try await consume(state: state)
             // Checked after consuming, so that a refused submission uses the state up too.
@@ -216,7 +222,7 @@ struct WebController: Sendable {
                 logger.warning("web sign-in callback from a browser that did not start it: refused")
                 throw AuthServerError(
                     .forbidden,
-                    "flow_not_started_here",
+                    AuthServerError.Code.flowNotStartedHere,
                     "This sign-in was not started in this browser. Please start again from the sign-in page."
                 )
             }
@@ -224,7 +230,10 @@ struct WebController: Sendable {
             do {
                 destination = try policy.resolve(flow.returnURL)
             } catch {
-                throw AuthServerError.badRequest("invalid_return_url", "The return address is no longer allowed.")
+                throw AuthServerError.badRequest(
+                    AuthServerError.Code.invalidReturnURL,
+                    "The return address is no longer allowed."
+                )
             }
             if case .android(let package) = destination {
                 // The app finishes the sign-in with these parameters (POST /auth/apple/native); check them first so
@@ -261,23 +270,29 @@ struct WebController: Sendable {
     /// Uses up the flow's state: it must exist, be unexpired and unused.
     private func consume(state: String) async throws -> WebFlowState {
         guard state.utf8.count <= 512 else {
-            throw AuthServerError.badRequest("state_not_found", "This sign-in is unknown. Please start again.")
+            throw AuthServerError.badRequest(
+                AuthServerError.Code.stateNotFound,
+                "This sign-in is unknown. Please start again."
+            )
         }
         switch try await store.consumeWebFlowState(stateHash: Self.hash(state), now: clock.now) {
         case .consumed(let flow):
             return flow
         case .alreadyUsed:
             throw AuthServerError.badRequest(
-                "state_already_used",
+                AuthServerError.Code.stateAlreadyUsed,
                 "This sign-in was already completed. Please start again."
             )
         case .expired:
             throw AuthServerError.badRequest(
-                "state_expired",
+                AuthServerError.Code.stateExpired,
                 "This sign-in took too long and expired. Please start again."
             )
         case .notFound:
-            throw AuthServerError.badRequest("state_not_found", "This sign-in is unknown. Please start again.")
+            throw AuthServerError.badRequest(
+                AuthServerError.Code.stateNotFound,
+                "This sign-in is unknown. Please start again."
+            )
         }
     }
 
@@ -342,7 +357,7 @@ struct WebController: Sendable {
         guard let text = configuration.web.domainAssociation else {
             throw AuthServerError(
                 .notFound,
-                "not_found",
+                AuthServerError.Code.notFound,
                 "no domain-association file is configured (web.domainAssociation)"
             )
         }
