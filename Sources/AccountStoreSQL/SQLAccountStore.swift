@@ -37,8 +37,13 @@ public final class SQLAccountStore: AccountStore {
     /// The schema version this build of siwa creates and understands.
     public static var schemaVersion: Int { SQLSchema.currentVersion }
 
-    init(connections: any SQLConnections, logger: Logger) {
+    /// The schema version the database had when this store opened it: 0 for a database this store created,
+    /// ``schemaVersion`` for one already current, anything between for one it upgraded.
+    public let openedAtSchemaVersion: Int
+
+    init(connections: any SQLConnections, logger: Logger, openedAtSchemaVersion: Int = SQLSchema.currentVersion) {
         self.connections = connections
+        self.openedAtSchemaVersion = openedAtSchemaVersion
         self.logger = logger
         self.driverLogger = Self.driverLogger(logger)
     }
@@ -217,8 +222,9 @@ public final class SQLAccountStore: AccountStore {
         schema: String?,
         logger: Logger
     ) async throws(StoreError) -> SQLAccountStore {
+        let before: Int
         do {
-            let before = try await whileBusy(logger: logger) {
+            before = try await whileBusy(logger: logger) {
                 try await SQLSchema.migrate(connections, schema: schema, logger: logger)
             }
             logger.debug(
@@ -231,7 +237,7 @@ public final class SQLAccountStore: AccountStore {
             await connections.shutdown()
             throw StoreError(mapping: error, during: "migrate the store")
         }
-        return SQLAccountStore(connections: connections, logger: logger)
+        return SQLAccountStore(connections: connections, logger: logger, openedAtSchemaVersion: before)
     }
 
     /// Closes every pooled connection. Calls afterwards fail with ``StoreError/Code/unavailable``; a second call does

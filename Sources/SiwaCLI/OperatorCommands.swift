@@ -1,4 +1,5 @@
 import AccountStore
+import AccountStoreSQL
 import AppleSignIn
 import AppleSignInAsyncHTTPClient
 import ArgumentParser
@@ -8,12 +9,19 @@ import Logging
 
 /// Opens the configured store (running its migrations), runs `body`, closes the store.
 func withConfiguredStore<R>(_ body: (ServerSettings, any AccountStore) async throws -> R) async throws -> R {
+    try await withConfiguredStoreAndSchema { settings, store, _ in try await body(settings, store) }
+}
+
+/// The same, also given the schema version the database had when opened (0: just created).
+func withConfiguredStoreAndSchema<R>(
+    _ body: (ServerSettings, any AccountStore, _ foundSchemaVersion: Int) async throws -> R
+) async throws -> R {
     var logger = Logger(label: "siwa")
     logger.logLevel = .warning
     let settings = try ServerSettings.loadOrExit()
     let opened = try await StoreFactory.open(settings, logger: logger)
     do {
-        let result = try await body(settings, opened.store)
+        let result = try await body(settings, opened.store, opened.foundSchemaVersion)
         await opened.close()
         return result
     } catch {
@@ -37,13 +45,24 @@ struct MigrateCommand: AsyncParsableCommand {
     var json = false
 
     func run() async throws {
-        try await withConfiguredStore { settings, store in
+        try await withConfiguredStoreAndSchema { settings, store, found in
             try await store.ping()
             let database = settings.databaseURL == nil ? settings.databasePath : "PostgreSQL"
+            let current = SQLAccountStore.schemaVersion
+            let (schema, sentence) =
+                switch found {
+                case 0: ("created", "created the schema, version \(current) (\(database))")
+                case current: ("current", "the schema is current, version \(current) (\(database))")
+                default: ("upgraded", "upgraded the schema from version \(found) to \(current) (\(database))")
+                }
             if json {
-                print(try UsersCommand.json(["database": database, "schema": "current"]))
+                print(
+                    try UsersCommand.json([
+                        "database": database, "schema": schema, "from": String(found), "version": String(current),
+                    ])
+                )
             } else {
-                print("database is at the current schema (\(database))")
+                print(sentence)
             }
         }
     }

@@ -9,6 +9,8 @@ enum StoreFactory {
     struct Opened: Sendable {
         let store: any AccountStore
         let close: @Sendable () async -> Void
+        /// The schema version found when opening (0: the schema was just created).
+        var foundSchemaVersion = SQLAccountStore.schemaVersion
     }
 
     static func open(_ settings: ServerSettings, logger: Logger) async throws -> Opened {
@@ -27,6 +29,10 @@ enum StoreFactory {
             )
             throw error
         }
-        return Opened(store: store, close: { await store.shutdown() })
+        return Opened(
+            store: store,
+            close: { await store.shutdown() },
+            foundSchemaVersion: store.openedAtSchemaVersion
+        )
     }
 }

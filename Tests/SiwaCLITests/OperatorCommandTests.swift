@@ -24,7 +24,12 @@ struct OperatorCommandTests {
     @Test func migrateCreatesTheDatabase() async throws {
         let result = try await SiwaProcess.run(["migrate"], environment: environment)
         #expect(result.status == 0)
-        #expect(result.stdout.contains("current schema"))
+        #expect(
+            result.stdout.contains("created the schema, version \(SQLAccountStore.schemaVersion)"),
+            "\(result.stdout)"
+        )
+        let again = try await SiwaProcess.run(["migrate"], environment: environment)
+        #expect(again.stdout.contains("the schema is current"), "\(again.stdout)")
         #expect(FileManager.default.fileExists(atPath: environment["SIWA_DATABASE_PATH"]!))
         let broken = try await SiwaProcess.run(
             ["migrate"],
