@@ -176,11 +176,7 @@ public func buildApplication(
         }
     }
 
-    let connections = ConnectionLimiter(
-        limits: configuration.connections,
-        trustedProxies: configuration.trustedProxies,
-        logger: logger
-    )
+    let connections = ConnectionLimiter(limits: configuration.connections, trustedProxies: configuration.trustedProxies)
     var app = Application(
         router: router,
         server: .http1(

@@ -12,10 +12,17 @@ public import Foundation
 public struct SiwaRequestContext: RequestContext, RemoteAddressRequestContext {
     public var coreContext: CoreRequestContextStorage
     public let remoteAddress: SocketAddress?
-    /// The access token's claims, set by ``SessionAuthenticator`` when the request carries a valid one.
-    public var session: AccessTokenClaims?
-    /// How ``session`` was presented, and why a presented token was refused (`nil`: the request carried none).
+    /// How the request's access token was presented and checked, set by ``SessionAuthenticator`` (`nil`: the
+    /// request carried none).
     var authentication: Authentication?
+
+    /// The access token's claims, when the request carries a valid one.
+    public var session: AccessTokenClaims? {
+        switch authentication {
+        case .bearer(let claims), .cookie(let claims): claims
+        case .refused, nil: nil
+        }
+    }
 
     /// What ``SessionAuthenticator`` found.
     enum Authentication: Sendable {

@@ -199,8 +199,6 @@ struct EdgeLimitsTests {
             }
             let refused = try await harness.browser(.get, "/web/auth/siwa/authorize")
             #expect(refused.status == .tooManyRequests, "flows of every contract count")
-            let long = String(repeating: "a", count: 3000)
-            #expect(try await harness.browser(.get, "/auth/apple/authorize?returnUrl=/\(long)").status.code >= 400)
         }
     }
 
@@ -219,8 +217,6 @@ struct EdgeLimitsTests {
                 #expect(answer.status == .unauthorized)
                 #expect(answer.json.string("error") == "identity_token_replayed")
             }
-            let sessions = try await harness.store.revokedSessions(since: .distantPast)
-            #expect(sessions.isEmpty)
         }
     }
 }

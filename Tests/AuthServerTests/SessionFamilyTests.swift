@@ -108,7 +108,6 @@ struct SessionFamilyTests {
 
     @Test func aRotatedTokenPresentedOnAnyRouteRevokesItsSession() async throws {
         try await ServerHarness.run(configuration: Self.configuration()) { harness in
-            harness.clock.advance(by: 0)
             let native = try await harness.signIn("rotated-anywhere@example.com")
             let old = try #require(native.json.string("refreshToken"))
             let rotated = try await Self.send(harness, .post, "/auth/refresh", json: ["refreshToken": old])

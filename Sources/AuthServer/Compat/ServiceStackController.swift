@@ -159,7 +159,7 @@ struct ServiceStackController: Sendable {
             flow: .compat,
             contract: .serviceStack
         )
-        var response = try Self.json(
+        var response = try CompatResponse.json(
             answer(
                 user: signedIn.user,
                 sessionID: signedIn.sessionID.description,
@@ -183,7 +183,7 @@ struct ServiceStackController: Sendable {
             throw ServiceStackError.notAuthenticated
         }
         let user = try await sessions.account(claims.userID)
-        return try Self.json(
+        return try CompatResponse.json(
             answer(
                 user: user,
                 sessionID: claims.sessionID.description,
@@ -206,7 +206,7 @@ struct ServiceStackController: Sendable {
         if let refreshToken = request.cookies[Self.refreshCookie]?.value, !refreshToken.isEmpty {
             try await sessions.endSession(refreshToken: refreshToken)
         }
-        var response = try Self.json(EmptyResponse())
+        var response = try CompatResponse.json(EmptyResponse())
         for name in [Self.tokenCookie, Self.refreshCookie] where request.cookies[name] != nil {
             response.setCookie(cookie(name, "", maxAge: 0))
         }
@@ -246,7 +246,7 @@ struct ServiceStackController: Sendable {
                 )
             }
             let access = try await sessions.accessToken(forRefreshToken: refreshToken, contract: .serviceStack)
-            var response = try Self.json(AccessTokenResponse(accessToken: access.accessToken))
+            var response = try CompatResponse.json(AccessTokenResponse(accessToken: access.accessToken))
             if body.bool("useTokenCookie") || fromCookie != nil || compatibility.serviceStackTokenCookies {
                 response.setCookie(cookie(Self.tokenCookie, access.accessToken))
             }
@@ -264,7 +264,7 @@ struct ServiceStackController: Sendable {
                 name = try await CompatRequestBody.read(request, limit: sessions.configuration.maximumBodySize)
                     .string("name")
             }
-            return try Self.json(HelloResponse(result: "Secure \(name ?? "")!"))
+            return try CompatResponse.json(HelloResponse(result: "Secure \(name ?? "")!"))
         }
     }
 
@@ -284,7 +284,7 @@ struct ServiceStackController: Sendable {
                 guard page.count == 500, let last = page.last else { break }
                 after = last.id
             }
-            return try Self.json(UsersResponse(results: dump, total: dump.count))
+            return try CompatResponse.json(UsersResponse(results: dump, total: dump.count))
         }
     }
 
@@ -362,8 +362,6 @@ struct ServiceStackController: Sendable {
             sameSite: .lax
         )
     }
-
-    static func json(_ value: some Encodable) throws -> Response { try CompatResponse.json(value) }
 
     /// Runs a route and answers any error in ServiceStack's shape.
     static func answering(_ request: Request, _ body: () async throws -> Response) async -> Response {

@@ -1,6 +1,5 @@
 import HTTPTypes
 import HummingbirdCore
-import Logging
 import NIOCore
 import NIOHTTPTypes
 import Synchronization
@@ -19,37 +18,31 @@ import Synchronization
 final class ConnectionLimiter: Sendable {
     let limits: AuthServerConfiguration.ConnectionLimits
     let trustedProxies: TrustedProxies
-    let logger: Logger
     private let state = Mutex(State())
 
     private struct State {
         var total = 0
         var perAddress: [String: Int] = [:]
-        var refused = 0
-        var timedOut = 0
     }
 
-    init(limits: AuthServerConfiguration.ConnectionLimits, trustedProxies: TrustedProxies, logger: Logger) {
+    init(limits: AuthServerConfiguration.ConnectionLimits, trustedProxies: TrustedProxies) {
         self.limits = limits
         self.trustedProxies = trustedProxies
-        self.logger = logger
+    }
+
+    /// The per-address key of a peer: its address, or `nil` for a trusted proxy (no per-address cap) or no address.
+    func capKey(of address: String?) -> String? {
+        address.flatMap { trustedProxies.contains($0) ? nil : $0 }
     }
 
     /// Counts a new connection in; `false` (and nothing counted) when it is over a cap.
-    func admit(address: String?) -> Bool {
-        let capped = address.map { !trustedProxies.contains($0) } ?? false
-        return state.withLock { state in
-            guard state.total < limits.maximumConnections else {
-                state.refused += 1
-                return false
-            }
-            if capped, let address {
-                let count = state.perAddress[address, default: 0]
-                guard count < limits.maximumConnectionsPerAddress else {
-                    state.refused += 1
-                    return false
-                }
-                state.perAddress[address] = count + 1
+    func admit(capKey: String?) -> Bool {
+        state.withLock { state in
+            guard state.total < limits.maximumConnections else { return false }
+            if let capKey {
+                let count = state.perAddress[capKey, default: 0]
+                guard count < limits.maximumConnectionsPerAddress else { return false }
+                state.perAddress[capKey] = count + 1
             }
             state.total += 1
             return true
@@ -57,23 +50,13 @@ final class ConnectionLimiter: Sendable {
     }
 
     /// Counts a closed connection out.
-    func release(address: String?) {
-        let capped = address.map { !trustedProxies.contains($0) } ?? false
+    func release(capKey: String?) {
         state.withLock { state in
             state.total -= 1
-            if capped, let address, let count = state.perAddress[address] {
-                state.perAddress[address] = count > 1 ? count - 1 : nil
+            if let capKey, let count = state.perAddress[capKey] {
+                state.perAddress[capKey] = count > 1 ? count - 1 : nil
             }
         }
-    }
-
-    func timedOut() {
-        state.withLock { $0.timedOut += 1 }
-    }
-
-    /// Open connections, and how many were refused or timed out since start.
-    var counts: (open: Int, refused: Int, timedOut: Int) {
-        state.withLock { ($0.total, $0.refused, $0.timedOut) }
     }
 
     /// A handler for one new connection.
@@ -107,7 +90,8 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     private let limiter: ConnectionLimiter
-    private var address: String?
+    /// The peer's per-address key (``ConnectionLimiter/capKey(of:)``), kept for the release.
+    private var capKey: String?
     private var admitted = false
     private var decided = false
     private var phase = Phase.idle
@@ -131,8 +115,8 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
     private func admit(context: ChannelHandlerContext) {
         guard !decided else { return }
         decided = true
-        address = context.channel.remoteAddress?.ipAddress
-        guard limiter.admit(address: address) else {
+        capKey = limiter.capKey(of: context.channel.remoteAddress?.ipAddress)
+        guard limiter.admit(capKey: capKey) else {
             context.close(promise: nil)
             return
         }
@@ -156,7 +140,7 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
         deadline = nil
         if admitted {
             admitted = false
-            limiter.release(address: address)
+            limiter.release(capKey: capKey)
         }
     }
 
@@ -193,11 +177,8 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
         case .body: timeout = limiter.limits.requestBodyTimeout
         case .answering, .idle: return
         }
-        guard context.channel.isActive || !decided else { return }
         let loopBound = NIOLoopBound(context, eventLoop: context.eventLoop)
-        let limiter = self.limiter
         deadline = context.eventLoop.scheduleTask(in: TimeAmount(timeout)) {
-            limiter.timedOut()
             loopBound.value.close(promise: nil)
         }
     }

@@ -3,7 +3,7 @@ import Hummingbird
 
 /// Authenticates every request that carries an access token, before its route runs: the bearer token first, then the
 /// session cookies (siwa's, and those of the client contracts that are on, such as ServiceStack's `ss-tok`), and fills
-/// ``SiwaRequestContext/session`` and ``SiwaRequestContext/authentication``, as hummingbird-auth's authenticators fill
+/// ``SiwaRequestContext/authentication``, as hummingbird-auth's authenticators fill
 /// `context.identity`. Routes read the context (``SiwaRequestContext/requireSession()``) instead of parsing tokens.
 ///
 /// It never refuses a request itself: a route that needs no session ignores what it found, and a route that needs one
@@ -25,9 +25,7 @@ struct SessionAuthenticator: RouterMiddleware {
         var context = context
         if let bearer = request.bearerToken {
             do {
-                let claims = try sessions.authenticate(bearer)
-                context.session = claims
-                context.authentication = .bearer(claims)
+                context.authentication = .bearer(try sessions.authenticate(bearer))
             } catch {
                 context.authentication = .refused(error)
             }
@@ -36,9 +34,7 @@ struct SessionAuthenticator: RouterMiddleware {
                 if request.method != .get && request.method != .head {
                     try CSRFCheck.verify(request, configuration: configuration)
                 }
-                let claims = try sessions.authenticate(token)
-                context.session = claims
-                context.authentication = .cookie(claims)
+                context.authentication = .cookie(try sessions.authenticate(token))
             } catch {
                 context.authentication = .refused(error)
             }

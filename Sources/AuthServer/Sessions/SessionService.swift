@@ -136,7 +136,7 @@ public final class SessionService: Sendable {
                 userID: userID
             )
         case .reused(let sessionID, let userID):
-            throw reuseDetected(sessionID: sessionID, userID: userID, logger: logger)
+            throw try await reuseDetected(sessionID: sessionID, userID: userID, logger: logger)
         case .revoked(_, let userID):
             metrics?.refresh(.revoked)
             if let ended = try await appleConsentEndedError(userID: userID) { throw ended }
@@ -179,8 +179,7 @@ public final class SessionService: Sendable {
             return (sessionID, userID)
         case .used(let sessionID, let userID):
             // The store's check changes nothing; reuse ends the session here, as a rotation would have.
-            try await ending.end(sessionID)
-            throw reuseDetected(sessionID: sessionID, userID: userID, logger: logger)
+            throw try await reuseDetected(sessionID: sessionID, userID: userID, logger: logger)
         case .revoked:
             throw AuthServerError.refreshTokenRevoked
         case .expired:
@@ -205,8 +204,7 @@ public final class SessionService: Sendable {
                 presentedHash: hash,
                 now: clock.now
             ) {
-                try await ending.end(sessionID)
-                throw reuseDetected(sessionID: sessionID, userID: userID, logger: logger)
+                throw try await reuseDetected(sessionID: sessionID, userID: userID, logger: logger)
             }
             metrics?.refresh(.invalid)
             throw AuthServerError.unauthorized(
@@ -216,11 +214,11 @@ public final class SessionService: Sendable {
         }
     }
 
-    /// A rotated token was presented again: the store has revoked the session; this instance refuses its access
-    /// tokens at once.
-    private func reuseDetected(sessionID: SessionID, userID: UserID, logger: Logger) -> AuthServerError {
+    /// A rotated token was presented again, on any route: the session ends (a rotation has already revoked it in the
+    /// store, and revoking again changes nothing; a check has not), and this instance refuses its access tokens at once.
+    private func reuseDetected(sessionID: SessionID, userID: UserID, logger: Logger) async throws -> AuthServerError {
         metrics?.refresh(.reused)
-        ending.recordEnded([sessionID], userID: nil)
+        try await ending.end(sessionID)
         logger.warning(
             "refresh token reused: session revoked",
             metadata: ["user": "\(userID)", "session": "\(sessionID)"]
