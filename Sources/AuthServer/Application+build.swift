@@ -162,6 +162,15 @@ public func buildApplication(
             )
         }
     }
+    let home = HomePage(
+        webSignIn: apple.servicesID != nil,
+        metrics: metrics != nil,
+        contracts: [
+            compatibility.serviceStack ? "ServiceStack" : nil, compatibility.vaporTutorial ? "Vapor tutorial" : nil,
+            compatibility.rentManager ? "Rent Manager" : nil,
+        ].compactMap { $0 }
+    ).page
+    router.get("/") { _, _ -> Response in home.response() }
     router.get("/healthz") { _, _ -> HTTPResponse.Status in .ok }
     router.get("/readyz") { _, _ -> Response in
         do {

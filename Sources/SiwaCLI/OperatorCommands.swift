@@ -73,6 +73,10 @@ struct KeysCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "keys",
         abstract: "Manage the keys that sign siwa's access tokens.",
+        discussion: """
+            Example:
+              siwa keys rotate --json
+            """,
         subcommands: [Rotate.self]
     )
 
@@ -121,6 +125,11 @@ struct UsersCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "users",
         abstract: "List, show and delete accounts.",
+        discussion: """
+            Example:
+              siwa users list --limit 20
+              siwa users show 001234.abcdef0123456789abcdef0123456789.1234
+            """,
         subcommands: [List.self, Show.self, Delete.self]
     )
 

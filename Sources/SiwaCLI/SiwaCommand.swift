@@ -7,6 +7,10 @@ public struct SiwaCommand: AsyncParsableCommand {
         abstract: "Sign in with Apple, done right: a server, an Apple ID emulator and the tools around them.",
         discussion: """
             Start with `siwa demo`: the emulator and the server together, no Apple account needed.
+
+            Example:
+              siwa demo
+              siwa users list        # in the same folder, while or after the demo runs
             """,
         version: "0.1.0",
         subcommands: [

@@ -17,6 +17,10 @@ struct TransferCommand: AsyncParsableCommand {
             the same user table (the same database, or a dump restored into its own): it exchanges each \
             transfer_sub for the user's new sub and email and moves the account to it. Users who sign in before \
             the import are moved by the transfer_sub in their identity token (Apple sends it for 60 days).
+
+            Example:
+              siwa transfer export --target NEWTEAM123     # the sending team, before the transfer
+              siwa transfer import                         # the receiving team, after it
             """,
         subcommands: [Export.self, Import.self]
     )

@@ -177,6 +177,16 @@ struct ConfigurationTests {
         }
     }
 
+    @Test(arguments: [
+        ("key0123456", "'key0123456' has lower-case letters: did you mean KEY0123456?"),
+        ("KEY012345", "got 9 characters"), ("KEY-123456", "'KEY-123456' has characters other than A-Z and 0-9"),
+    ])
+    func aMalformedKeyIDIsExplained(keyID: String, explanation: String) {
+        expectRefused(setting: "keyID", mentioning: explanation) {
+            _ = try ClientSecretCredentials(teamID: "ABCDE12345", keyID: keyID, privateKey: .pem(key.pemRepresentation))
+        }
+    }
+
     @Test func credentialsLoadFromSettings() throws {
         let credentials = try ClientSecretCredentials(
             teamID: " ABCDE12345\n",

@@ -401,7 +401,7 @@ struct CompatibilityTests {
 struct CompatibilityWebTests {
     @Test func serviceStackWebFlowAndAndroidReturn() async throws {
         try await ServerHarness.run(configuration: configuration(), web: true) { harness in
-            let start = try await harness.browser(.get, "/auth/apple?ReturnUrl=%2Fprofile")
+            let start = try await harness.browser(.get, "/auth/apple?ReturnUrl=%2Fhello%2Fsecure%2FNewcomer")
             #expect(start.status == .found)
             let location = try #require(start.location)
             #expect(ServerHarness.query(of: location)["redirect_uri"] == harness.serverURL + "/auth/apple")
@@ -409,10 +409,19 @@ struct CompatibilityWebTests {
             #expect(post.action == harness.serverURL + "/auth/apple")
             let done = try await harness.browser(.post, "/auth/apple", form: post.fields)
             #expect(done.status == .seeOther, "\(done.body)")
-            #expect(done.location == "/profile")
+            #expect(done.location == "/hello/secure/Newcomer")
             let session = try #require(done.cookie("siwa_session"))
             let me = try await harness.call(.get, "/api/me", bearer: session)
             #expect(me.json.string("givenName") == "Web")
+            // The browser follows the redirect with the cookies it was given and lands signed in on ServiceStack's
+            // own route, as the sample's web page expects.
+            let landed = try await harness.browser(
+                .get,
+                try #require(done.location),
+                cookies: ["siwa_session": session]
+            )
+            #expect(landed.status == .ok, "\(landed.body)")
+            #expect(landed.body.contains("Secure Newcomer!"))
 
             // `ReturnUrl=android:<package>` (FlutterSignInWithApple): Apple's answer goes to the app's intent.
             let android = try await harness.browser(.get, "/auth/apple?ReturnUrl=android:com.example.flutter")

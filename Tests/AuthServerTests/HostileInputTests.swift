@@ -387,32 +387,37 @@ struct HostileInputTests {
                 "state=s&code=c&id_token=a.b.c&user=\(String(repeating: "%5B", count: 2_000))"
             ),
             callback("callback: 1 MB body", "state=s&code=c&id_token=" + megabyte),
-            // GET /auth/apple/authorize
+            // GET /auth/apple/authorize: a browser route, so its refusals are pages
             HostileRequest(
                 name: "authorize: foreign return URL",
                 method: .get,
-                path: "/auth/apple/authorize?returnUrl=https%3A%2F%2Fevil.example.com%2F"
+                path: "/auth/apple/authorize?returnUrl=https%3A%2F%2Fevil.example.com%2F",
+                answer: .html
             ),
             HostileRequest(
                 name: "authorize: javascript return URL",
                 method: .get,
-                path: "/auth/apple/authorize?returnUrl=javascript%3Aalert(1)"
+                path: "/auth/apple/authorize?returnUrl=javascript%3Aalert(1)",
+                answer: .html
             ),
             HostileRequest(
                 name: "authorize: protocol-relative return URL",
                 method: .get,
-                path: "/auth/apple/authorize?returnUrl=%2F%2Fevil.example.com"
+                path: "/auth/apple/authorize?returnUrl=%2F%2Fevil.example.com",
+                answer: .html
             ),
             HostileRequest(
                 name: "authorize: Android package not allowed",
                 method: .get,
-                path: "/auth/apple/authorize?returnUrl=android%3Acom.evil.app"
+                path: "/auth/apple/authorize?returnUrl=android%3Acom.evil.app",
+                answer: .html
             ),
             HostileRequest(
                 name: "authorize: return URL of 8 KB",
                 method: .get,
                 path:
-                    "/auth/apple/authorize?returnUrl=https%3A%2F%2Fevil.example.com%2F\(String(repeating: "a", count: 8_000))"
+                    "/auth/apple/authorize?returnUrl=https%3A%2F%2Fevil.example.com%2F\(String(repeating: "a", count: 8_000))",
+                answer: .html
             ),
             // Headers
             HostileRequest(

@@ -83,6 +83,8 @@ enum WebLoopbackServer {
             )
         }
         for method in [HTTPRequest.Method.get, .post, .delete, .put, .patch, .head] {
+            // "**" matches one path component or more; the root needs its own route.
+            router.on("/", method: method, use: forward)
             router.on("**", method: method, use: forward)
         }
         return router

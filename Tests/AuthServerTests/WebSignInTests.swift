@@ -102,7 +102,22 @@ struct WebSignInTests {
             let start = try await harness.startWebSignIn(returnURL: returnURL)
             #expect(start.status == .badRequest)
             #expect(start.location == nil)
-            #expect(start.body.contains(#""error":"invalid_return_url""#))
+            // A browser route: the refusal is a page that names the error, not raw JSON.
+            #expect(start.headers[.contentType] == "text/html; charset=utf-8")
+            #expect(start.body.contains("<code>invalid_return_url</code>"))
+        }
+    }
+
+    @Test func theRootIsAPageLinkingTheLoginPageAndTheMachineEndpoints() async throws {
+        try await run { harness in
+            let home = try await harness.browser(.get, "/")
+            #expect(home.status == .ok)
+            #expect(home.headers[.contentType] == "text/html; charset=utf-8")
+            for link in ["/login", "/.well-known/jwks.json", "/healthz", "/readyz"] {
+                #expect(home.body.contains(#"href="\#(link)""#), "no link to \(link)")
+            }
+            #expect(!home.body.contains("<script"))
+            #expect(home.headers[.contentSecurityPolicy]?.contains("default-src 'none'") == true)
         }
     }
 
@@ -110,7 +125,7 @@ struct WebSignInTests {
         try await run(servicesIDConfigured: false) { harness in
             let start = try await harness.startWebSignIn()
             #expect(start.status == .serviceUnavailable)
-            #expect(start.body.contains(#""error":"web_signin_disabled""#))
+            #expect(start.body.contains("<code>web_signin_disabled</code>"))
             let callback = try await harness.browser(.post, "/auth/apple/callback", form: [("state", "x")])
             #expect(callback.status == .serviceUnavailable)
             let login = try await harness.browser(.get, "/login")

@@ -10,7 +10,7 @@ public struct KeyID: Hashable, Sendable, CustomStringConvertible, Codable {
         guard trimmed.isAppleTenCharacterIdentifier else {
             throw .invalidConfiguration(
                 setting,
-                "a Key ID is 10 upper-case letters or digits (got \(trimmed.count) characters); "
+                "a Key ID is 10 upper-case letters or digits (\(trimmed.tenCharacterIdentifierMistake)); "
                     + "it is the XXXXXXXXXX in AuthKey_XXXXXXXXXX.p8"
             )
         }

@@ -9,7 +9,7 @@ public struct TeamID: Hashable, Sendable, CustomStringConvertible, Codable {
         guard trimmed.isAppleTenCharacterIdentifier else {
             throw .invalidConfiguration(
                 setting,
-                "a Team ID is 10 upper-case letters or digits (got \(trimmed.count) characters); "
+                "a Team ID is 10 upper-case letters or digits (\(trimmed.tenCharacterIdentifierMistake)); "
                     + "find it under Membership details at developer.apple.com/account"
             )
         }
@@ -23,6 +23,17 @@ extension String {
     /// Apple's team ids and key ids: exactly ten characters from A-Z and 0-9.
     var isAppleTenCharacterIdentifier: Bool {
         utf8.count == 10 && utf8.allSatisfy { ($0 >= 0x41 && $0 <= 0x5A) || ($0 >= 0x30 && $0 <= 0x39) }
+    }
+
+    /// What is wrong with a value that is not ``isAppleTenCharacterIdentifier``, in words: the length, or the
+    /// lower-case letters (with the value that would be right), or the characters that are not allowed.
+    var tenCharacterIdentifierMistake: String {
+        let upper = uppercased()
+        if utf8.count == 10, upper.isAppleTenCharacterIdentifier {
+            return "'\(self)' has lower-case letters: did you mean \(upper)?"
+        }
+        if utf8.count != 10 { return "got \(count) characters" }
+        return "'\(self)' has characters other than A-Z and 0-9"
     }
 
     func trimmingASCIIWhitespace() -> String {

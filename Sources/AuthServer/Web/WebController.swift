@@ -68,12 +68,18 @@ struct WebController: Sendable {
 
     // MARK: Authorize
 
+    /// A browser route: a refusal (a bad return URL, web sign-in not configured) is an HTML page with the error's
+    /// status and code, not JSON.
     @Sendable func authorize(_ request: Request, context: SiwaRequestContext) async throws -> Response {
-        try await startFlow(
-            request,
-            returnURL: request.uri.queryParameters["returnUrl"].map(String.init) ?? Self.defaultReturnURL,
-            redirectURI: configuration.webCallbackURL
-        )
+        do {
+            return try await startFlow(
+                request,
+                returnURL: request.uri.queryParameters["returnUrl"].map(String.init) ?? Self.defaultReturnURL,
+                redirectURI: configuration.webCallbackURL
+            )
+        } catch let error as AuthServerError {
+            return WebErrorPage(error).response
+        }
     }
 
     private var flowBinding: FlowBindingCookie { FlowBindingCookie(configuration: configuration) }
