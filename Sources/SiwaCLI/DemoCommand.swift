@@ -79,7 +79,7 @@ struct DemoCommand: AsyncParsableCommand {
         let running = Running(banner: Self.banner(port: port, emulatorPort: emulatorPort, database: database))
         let server = try await buildApplication(
             configuration: settings.server,
-            apple: settings.apple,
+            apple: try settings.apple,
             store: store.store,
             transport: AsyncHTTPClientTransport(),
             dataKey: settings.dataKey,

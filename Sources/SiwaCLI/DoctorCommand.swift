@@ -11,18 +11,24 @@ struct DoctorCommand: AsyncParsableCommand {
         commandName: "doctor",
         abstract: "Check siwa's settings without calling Apple: each finding says what to change.",
         discussion: """
-            Reads the SIWA_* environment, with --config FILE (KEY=VALUE lines, as in a .env file) on top.
+            Reads the settings exactly as siwa serve does (SIWA_* variables, <VARIABLE>_FILE secret files, a .env \
+            file, --config FILE), then checks each. Exit status: 0 when all is right, 1 when siwa serve would refuse \
+            to start, 3 when it would start but a finding needs attention (a missing Apple key, say), 2 when the \
+            settings cannot be read at all. --reference prints every setting (docs/configuration.md).
 
             Example:
-              siwa doctor --config production.env
+              siwa doctor --config siwa.json
             """
     )
 
-    @Option(help: "A file of SIWA_*=value lines, read on top of the environment.")
+    @Option(help: "A configuration file (.json, .yaml, or KEY=value lines); SIWA_* variables override it.")
     var config: String?
 
-    @Flag(help: "Print JSON: {\"ok\", \"findings\": [{\"setting\", \"ok\", \"message\"}]}.")
+    @Flag(help: "Print JSON: {\"ok\", \"serveRefuses\", \"findings\": [{\"setting\", \"ok\", \"message\"}]}.")
     var json = false
+
+    @Flag(help: "Print the reference of every setting as Markdown and exit.")
+    var reference = false
 
     /// One check's result.
     struct Finding: Encodable {
@@ -34,27 +40,54 @@ struct DoctorCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        var environment = ProcessInfo.processInfo.environment
-        if let config {
-            guard let text = try? String(contentsOfFile: config, encoding: .utf8) else {
-                Terminal.report(.invalidConfiguration("--config", "cannot read \(config)"), json: json)
-                throw ExitCode(2)
-            }
-            for (key, value) in Self.parseEnvFile(text) { environment[key] = value }
+        if reference {
+            print(SettingsCatalog.markdownReference, terminator: "")
+            return
+        }
+        let source: SettingsSource
+        do {
+            source = try await SettingsSource.load(configFile: config)
+        } catch let problem as ServerSettings.Problem {
+            Terminal.report(.invalidConfiguration(problem.variable, problem.fix), json: json)
+            throw ExitCode(2)
+        }
+        // The doctor's own checks look at the settings as serve resolved them, wherever each came from.
+        var environment: [String: String] = [:]
+        for variable in SettingsCatalog.byVariable.keys {
+            if let value = source.value(variable) { environment[variable] = value }
         }
         var findings = Self.check(environment)
-        findings.append(Self.checkServeReads(environment))
+        let serve = Self.checkServeReads(source)
+        findings.append(serve)
+        for key in source.unknownFileKeys {
+            findings.append(
+                Finding(
+                    setting: key,
+                    ok: false,
+                    message: "\(source.configFile ?? "the configuration file") sets '\(key)', which is no setting "
+                        + "(siwa doctor --reference lists them)"
+                )
+            )
+        }
+        for variable in source.fromSecretFiles.sorted() {
+            findings.append(
+                Finding(setting: variable, ok: true, message: "read from \(variable)_FILE (not shown)", note: true)
+            )
+        }
         if let database = await Self.checkDatabase(environment) { findings.append(database) }
         if json {
             struct Report: Encodable {
                 var ok: Bool
+                var serveRefuses: Bool
                 var findings: [Finding]
             }
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
             print(
                 String(
-                    decoding: try encoder.encode(Report(ok: findings.allSatisfy(\.ok), findings: findings)),
+                    decoding: try encoder.encode(
+                        Report(ok: findings.allSatisfy(\.ok), serveRefuses: !serve.ok, findings: findings)
+                    ),
                     as: UTF8.self
                 )
             )
@@ -68,17 +101,22 @@ struct DoctorCommand: AsyncParsableCommand {
             let problems = findings.filter { !$0.ok }.count
             print(
                 problems == 0
-                    ? terminal.green("configuration looks right") : terminal.red("\(problems) problem(s) to fix")
+                    ? terminal.green("configuration looks right")
+                    : terminal.red(
+                        "\(problems) problem(s) to fix; "
+                            + (serve.ok ? "siwa serve would start" : "siwa serve would refuse to start")
+                    )
             )
         }
-        if findings.contains(where: { !$0.ok }) { throw ExitCode(1) }
+        if !serve.ok { throw ExitCode(1) }
+        if findings.contains(where: { !$0.ok }) { throw ExitCode(3) }
     }
 
     /// Whether `siwa serve` itself accepts these settings: the very reader `serve` uses, so that doctor can never call
     /// a configuration right that `serve` refuses (a range, a list, a name it does not know).
-    static func checkServeReads(_ environment: [String: String]) -> Finding {
+    static func checkServeReads(_ source: SettingsSource) -> Finding {
         do {
-            _ = try ServerSettings.load(from: environment, createsDataKey: false)
+            _ = try ServerSettings.load(from: source, createsDataKey: false)
             return Finding(setting: "siwa serve", ok: true, message: "reads every SIWA_* setting given")
         } catch let problem as ServerSettings.Problem {
             return Finding(setting: problem.variable, ok: false, message: "siwa serve refuses it: \(problem.fix)")

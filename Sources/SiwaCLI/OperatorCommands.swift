@@ -7,18 +7,66 @@ import AuthServer
 import Foundation
 import Logging
 
+/// `--config` and `--database`, on every command that opens the database.
+struct StoreOptions: ParsableArguments {
+    @Option(help: "A configuration file (.json, .yaml, or KEY=value lines), as siwa serve reads. Default: SIWA_CONFIG.")
+    var config: String?
+
+    @Option(
+        help: """
+            The database: a postgres:// URL or a SQLite file. Default: the configured one, else siwa.sqlite, else \
+            the siwa-demo.sqlite that siwa demo left in this folder.
+            """
+    )
+    var database: String?
+}
+
 /// Opens the configured store (running its migrations), runs `body`, closes the store.
-func withConfiguredStore<R>(_ body: (ServerSettings, any AccountStore) async throws -> R) async throws -> R {
-    try await withConfiguredStoreAndSchema { settings, store, _ in try await body(settings, store) }
+func withConfiguredStore<R>(
+    _ options: StoreOptions,
+    needsDataKey: Bool = false,
+    _ body: (ServerSettings, any AccountStore) async throws -> R
+) async throws -> R {
+    try await withConfiguredStoreAndSchema(options, createsDatabase: false, needsDataKey: needsDataKey) {
+        settings,
+        store,
+        _ in try await body(settings, store)
+    }
 }
 
 /// The same, also given the schema version the database had when opened (0: just created).
+/// - Parameters:
+///   - createsDatabase: `false` refuses a SQLite file that does not exist (a typo would otherwise list an empty new
+///     database); only `siwa migrate` creates one.
+///   - needsDataKey: the command unseals or seals (signing keys, Apple tokens): the data key must exist, since a new
+///     one could not open what the old one sealed.
 func withConfiguredStoreAndSchema<R>(
+    _ options: StoreOptions,
+    createsDatabase: Bool,
+    needsDataKey: Bool = false,
     _ body: (ServerSettings, any AccountStore, _ foundSchemaVersion: Int) async throws -> R
 ) async throws -> R {
-    var logger = Logger(label: "siwa")
-    logger.logLevel = .warning
-    let settings = try ServerSettings.loadOrExit()
+    // Only the command that sets a database up creates a data key with it.
+    var settings = try await ServerSettings.loadOrExit(
+        configFile: options.config,
+        purpose: .database,
+        createsDataKey: createsDatabase
+    )
+    let logger = Logger.siwa(level: min(settings.logLevel, .warning), format: settings.logFormat)
+    do {
+        try settings.chooseOperatorDatabase(options.database, createsDatabase: createsDatabase)
+        if needsDataKey, !settings.dataKeyFound {
+            throw ServerSettings.Problem(
+                variable: "SIWA_DATA_KEY",
+                fix:
+                    "no data key found (neither SIWA_DATA_KEY nor \(settings.dataKeyFile)): this command needs the key "
+                    + "siwa serve uses; run it where siwa serve runs, or set SIWA_DATA_KEY or SIWA_DATA_KEY_FILE"
+            )
+        }
+    } catch let problem as ServerSettings.Problem {
+        Terminal.error("error: \(problem)")
+        throw ExitCode(2)
+    }
     let opened = try await StoreFactory.open(settings, logger: logger)
     do {
         let result = try await body(settings, opened.store, opened.foundSchemaVersion)
@@ -41,11 +89,13 @@ struct MigrateCommand: AsyncParsableCommand {
             """
     )
 
+    @OptionGroup var store: StoreOptions
+
     @Flag(help: "Print JSON.")
     var json = false
 
     func run() async throws {
-        try await withConfiguredStoreAndSchema { settings, store, found in
+        try await withConfiguredStoreAndSchema(self.store, createsDatabase: true) { settings, store, found in
             try await store.ping()
             let database = settings.databaseURL == nil ? settings.databasePath : "PostgreSQL"
             let current = SQLAccountStore.schemaVersion
@@ -97,11 +147,13 @@ struct KeysCommand: AsyncParsableCommand {
                 """
         )
 
+        @OptionGroup var store: StoreOptions
+
         @Flag(help: "Print JSON.")
         var json = false
 
         func run() async throws {
-            try await withConfiguredStore { settings, store in
+            try await withConfiguredStore(self.store, needsDataKey: true) { settings, store in
                 let issuer = try await AccessTokenIssuer(
                     configuration: settings.server,
                     store: store,
@@ -145,11 +197,13 @@ struct UsersCommand: AsyncParsableCommand {
         @Option(help: "Start after the account with this id (paging).")
         var after: String?
 
+        @OptionGroup var store: StoreOptions
+
         @Flag(help: "Print JSON.")
         var json = false
 
         func run() async throws {
-            try await withConfiguredStore { _, store in
+            try await withConfiguredStore(self.store) { _, store in
                 let users = try await store.users(limit: limit, after: after.flatMap(UserID.init))
                 if json {
                     print(try UsersCommand.json(users.map(UserResponse.init)))
@@ -172,11 +226,13 @@ struct UsersCommand: AsyncParsableCommand {
         @Argument(help: "A siwa user id or an Apple sub.")
         var id: String
 
+        @OptionGroup var store: StoreOptions
+
         @Flag(help: "Print JSON (the default output is JSON already; accepted for symmetry).")
         var json = false
 
         func run() async throws {
-            try await withConfiguredStore { _, store in
+            try await withConfiguredStore(self.store) { _, store in
                 let user: UserRecord?
                 if let userID = UserID(id) {
                     user = try await store.user(id: userID)
@@ -218,6 +274,8 @@ extension UsersCommand {
         @Argument(help: "A siwa user id or an Apple sub.")
         var id: String
 
+        @OptionGroup var store: StoreOptions
+
         @Flag(help: "Print JSON.")
         var json = false
 
@@ -233,7 +291,7 @@ extension UsersCommand {
         }
 
         func run() async throws {
-            try await withConfiguredStore { settings, store in
+            try await withConfiguredStore(self.store, needsDataKey: true) { settings, store in
                 var logger = Logger(label: "siwa")
                 logger.logLevel = .error
                 let output = try await Self.delete(

@@ -10,9 +10,10 @@ import Logging
 struct ServeCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "serve",
-        abstract: "Run the Sign in with Apple server (settings from SIWA_* environment variables; see the README).",
+        abstract: "Run the Sign in with Apple server.",
         discussion: """
-            Stores accounts in SQLite (SIWA_DATABASE_PATH, default ./siwa.sqlite) or PostgreSQL \
+            Settings come from SIWA_* environment variables, <VARIABLE>_FILE secret files, a .env file and \
+            --config FILE, in that order of precedence; docs/configuration.md lists every one. Stores accounts in SQLite (SIWA_DATABASE_PATH, default ./siwa.sqlite) or PostgreSQL \
             (SIWA_DATABASE_URL=postgres://...). SIGTERM or Ctrl-C stops it gracefully.
 
             Example (against the local emulator):
@@ -22,16 +23,21 @@ struct ServeCommand: AsyncParsableCommand {
             """
     )
 
+    @Option(
+        help:
+            "A configuration file (.json, .yaml, or KEY=value lines); SIWA_* variables override it. Default: SIWA_CONFIG."
+    )
+    var config: String?
+
     func run() async throws {
-        var logger = Logger(label: "siwa")
-        logger.logLevel = .info
-        var settings = try ServerSettings.loadOrExit()
+        var settings = try await ServerSettings.loadOrExit(configFile: config)
+        let logger = Logger.siwa(level: settings.logLevel, format: settings.logFormat)
         DescriptorLimit.apply(to: &settings.server.connections, logger: logger)
         let store = try await StoreFactory.open(settings, logger: logger)
         do {
             let app = try await buildApplication(
                 configuration: settings.server,
-                apple: settings.apple,
+                apple: try settings.apple,
                 store: store.store,
                 transport: AsyncHTTPClientTransport(),
                 dataKey: settings.dataKey,

@@ -36,6 +36,8 @@ struct TransferCommand: AsyncParsableCommand {
         @Flag(help: "Print the summary as JSON.")
         var json = false
 
+        @OptionGroup var store: StoreOptions
+
         func validate() throws {
             guard (1...10_000).contains(batch) else { throw ValidationError("--batch must be from 1 to 10000") }
         }
@@ -120,11 +122,11 @@ struct TransferCommand: AsyncParsableCommand {
             AccountTransferService, TeamID, (AccountTransferService.Summary) -> Void
         ) async throws -> AccountTransferService.Summary
     ) async throws {
-        try await withConfiguredStore { settings, store in
+        try await withConfiguredStore(options.store, needsDataKey: true) { settings, store in
             var logger = Logger(label: "siwa")
             logger.logLevel = .error
             let transport = AsyncHTTPClientTransport()
-            guard let credentials = settings.apple.credentials,
+            guard let credentials = settings.appleIfConfigured?.credentials,
                 let apple = settings.makeAppleClient(transport: transport, logger: logger)
             else {
                 Terminal.error(
@@ -134,8 +136,8 @@ struct TransferCommand: AsyncParsableCommand {
                 throw ExitCode(2)
             }
             guard
-                let clientID = options.clientID.map { ClientID($0) } ?? settings.apple.bundleIDs.first
-                    ?? settings.apple.servicesID
+                let clientID = options.clientID.map { ClientID($0) } ?? settings.appleIfConfigured?.bundleIDs.first
+                    ?? settings.appleIfConfigured?.servicesID
             else {
                 Terminal.error("error: SIWA_BUNDLE_IDS: set the app's bundle id (or pass --client-id)")
                 throw ExitCode(2)

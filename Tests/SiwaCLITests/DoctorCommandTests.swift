@@ -8,18 +8,8 @@ import Testing
 /// `siwa doctor` as a subprocess on a good and a broken configuration.
 @Suite("siwa doctor")
 struct DoctorCommandTests {
-    let directory: URL
-
-    init() throws {
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("siwa-doctor-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-    }
-
-    private func write(_ name: String, _ text: String) throws -> String {
-        let path = directory.appendingPathComponent(name).path
-        try text.write(toFile: path, atomically: true, encoding: .utf8)
-        return path
-    }
+    let folder = try! SiwaProcess.Folder("siwa-doctor")
+    var directory: URL { folder.url }
 
     private func findings(_ json: String) throws -> [(setting: String, ok: Bool, message: String)] {
         let object = try #require(try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any])
@@ -50,8 +40,8 @@ struct DoctorCommandTests {
     @Test func goodConfigurationPasses() async throws {
         let database = directory.appendingPathComponent("siwa.sqlite").path
         try await SQLAccountStore.sqlite(path: database, logger: Logger(label: "test")).shutdown()
-        let key = try write("AuthKey_ABCDE12345.p8", P256.Signing.PrivateKey().pemRepresentation)
-        let config = try write(
+        let key = try folder.write("AuthKey_ABCDE12345.p8", P256.Signing.PrivateKey().pemRepresentation)
+        let config = try folder.write(
             "good.env",
             """
             # production settings
@@ -78,11 +68,11 @@ struct DoctorCommandTests {
     }
 
     @Test func brokenConfigurationNamesEveryProblem() async throws {
-        let rsaKey = try write(
+        let rsaKey = try folder.write(
             "AuthKey_ABCDE12345.p8",
             try _RSA.Signing.PrivateKey(keySize: .bits2048).pkcs8PEMRepresentation
         )
-        let config = try write(
+        let config = try folder.write(
             "broken.env",
             """
             SIWA_TEAM_ID=TEAM12345
@@ -111,7 +101,7 @@ struct DoctorCommandTests {
     }
 
     @Test func missingSettingsAreNamed() async throws {
-        let config = try write("empty.env", "SIWA_PUBLIC_URL=https://auth.example.com\n")
+        let config = try folder.write("empty.env", "SIWA_PUBLIC_URL=https://auth.example.com\n")
         let result = try await SiwaProcess.run(["doctor", "--config", config])
         #expect(result.status == 1)
         for setting in ["SIWA_TEAM_ID", "SIWA_KEY_ID", "SIWA_PRIVATE_KEY_FILE", "SIWA_BUNDLE_IDS"] {
@@ -150,7 +140,10 @@ struct DoctorCommandTests {
     }
 
     @Test func fileThatIsNotSQLiteIsAProblem() async throws {
-        let path = try write("text.sqlite", "not a database, just some text that is long enough to have a header")
+        let path = try folder.write(
+            "text.sqlite",
+            "not a database, just some text that is long enough to have a header"
+        )
         let finding = try await databaseFinding("SIWA_DATABASE_PATH", ["SIWA_DATABASE_PATH": path])
         #expect(!finding.ok)
         #expect(finding.message.contains("is not a SQLite database"))

@@ -51,6 +51,7 @@ struct OperatorCommandTests {
     }
 
     @Test func keysRotateAddsAKeyEachTime() async throws {
+        #expect(try await SiwaProcess.run(["migrate"], environment: environment).status == 0)
         let first = try await SiwaProcess.run(["keys", "rotate"], environment: environment)
         #expect(first.status == 0)
         #expect(first.stdout.contains("(2 key(s) stored)"))  // the first key, then the rotated one

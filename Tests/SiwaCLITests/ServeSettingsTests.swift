@@ -66,12 +66,7 @@ struct ServeSettingsTests {
             server.terminate(signal: SIGTERM)
             _ = server.waitForExit()
         }
-        var up = false
-        for _ in 0..<200 where !up {
-            up = (try? await URLSession.shared.data(from: URL(string: "http://127.0.0.1:\(port)/healthz")!)) != nil
-            if !up { try await Task.sleep(for: .milliseconds(50)) }
-        }
-        try #require(up, "siwa serve did not come up")
+        try #require(try await SiwaProcess.waitUntilServing(port: port), "siwa serve did not come up")
         let limits = try String(contentsOfFile: "/proc/\(server.pid)/limits", encoding: .utf8)
         let openFiles = try #require(limits.split(separator: "\n").first { $0.hasPrefix("Max open files") })
         let fields = openFiles.split(separator: " ", omittingEmptySubsequences: true)

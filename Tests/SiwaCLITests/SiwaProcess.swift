@@ -27,7 +27,8 @@ struct SiwaProcess {
     static func run(
         _ arguments: [String],
         stdin: String? = nil,
-        environment extra: [String: String] = [:]
+        environment extra: [String: String] = [:],
+        directory: URL? = nil
     ) async throws -> Result {
         var environment = ProcessInfo.processInfo.environment
         environment["NO_COLOR"] = "1"
@@ -36,6 +37,7 @@ struct SiwaProcess {
             executable.path,
             arguments: arguments,
             environment: environment,
+            directory: directory?.path,
             stdin: stdin
         )
         return Result(
@@ -74,5 +76,36 @@ struct SiwaProcess {
     struct EmulatorNotUp: Error, CustomStringConvertible {
         let port: Int
         var description: String { "siwa emulator did not come up on port \(port)" }
+    }
+}
+
+extension SiwaProcess {
+    /// Waits until a `siwa serve` started by the test answers `/healthz` on `port` (10 s at most, while it starts).
+    static func waitUntilServing(port: Int) async throws -> Bool {
+        for _ in 0..<200 {
+            if (try? await URLSession.shared.data(from: URL(string: "http://127.0.0.1:\(port)/healthz")!)) != nil {
+                return true
+            }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        return false
+    }
+
+    /// A new folder under the temporary directory, and a way to write text files into it.
+    struct Folder {
+        let url: URL
+        var path: String { url.path }
+
+        init(_ prefix: String) throws {
+            url = FileManager.default.temporaryDirectory.appendingPathComponent("\(prefix)-\(UUID().uuidString)")
+            try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        }
+
+        /// Writes `text` to the file `name` in the folder and returns its path.
+        func write(_ name: String, _ text: String) throws -> String {
+            let path = url.appendingPathComponent(name).path
+            try text.write(toFile: path, atomically: true, encoding: .utf8)
+            return path
+        }
     }
 }

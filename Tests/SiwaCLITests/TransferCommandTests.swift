@@ -59,6 +59,7 @@ struct TransferCommandTests {
     }
 
     @Test func withoutTeamCredentialsItSaysWhatIsMissing() async throws {
+        #expect(try await SiwaProcess.run(["migrate"], environment: environment).status == 0)
         let result = try await SiwaProcess.run(["transfer", "import"], environment: environment)
         #expect(result.status == 2)
         #expect(result.stderr.contains("SIWA_TEAM_ID"))

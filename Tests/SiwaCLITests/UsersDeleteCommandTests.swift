@@ -32,6 +32,7 @@ struct UsersDeleteCommandTests {
     }
 
     @Test func anUnknownAccountExitsNonZero() async throws {
+        #expect(try await SiwaProcess.run(["migrate"], environment: environment).status == 0)
         let result = try await SiwaProcess.run(["users", "delete", "nobody"], environment: environment)
         #expect(result.status == 1)
         #expect(result.stderr.contains("no account nobody"))

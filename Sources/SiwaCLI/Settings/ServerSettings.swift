@@ -12,17 +12,28 @@ import Glibc
 import Darwin
 #endif
 
-/// Everything `siwa serve` reads from the environment (`SIWA_*`), validated at start: a bad value stops start-up
-/// with a message naming the variable.
+/// Everything siwa reads from its settings (``SettingsSource``: environment, secret files, `.env`, configuration
+/// file), validated at start: a bad value stops start-up with a message naming the variable.
 struct ServerSettings {
     var host = "127.0.0.1"
     var port = 8080
     var server = AuthServerConfiguration()
-    var apple: AppleSignInConfiguration
+    /// The Apple side; `nil` only for a command that does not need it (``Purpose/database``) when it is not set up.
+    var appleIfConfigured: AppleSignInConfiguration?
     /// `postgres://…` when set; otherwise SQLite at ``databasePath``.
     var databaseURL: String?
     var databasePath = "siwa.sqlite"
     var dataKey: SymmetricKey
+    /// `SIWA_LOG_LEVEL`.
+    var logLevel = Logger.Level.info
+    /// `SIWA_LOG_FORMAT`.
+    var logFormat = LogFormat.text
+    /// Where the data key is kept when `SIWA_DATA_KEY` is not set.
+    var dataKeyFile = "siwa-data.key"
+    /// Whether ``dataKey`` was read (or created), rather than a random placeholder.
+    var dataKeyFound = false
+    /// Whether the database location was set (`SIWA_DATABASE_URL` or `SIWA_DATABASE_PATH`) rather than defaulted.
+    var databaseIsConfigured = false
 
     /// A setting that could not be used.
     struct Problem: Error, CustomStringConvertible {
@@ -31,10 +42,36 @@ struct ServerSettings {
         var description: String { "\(variable): \(fix)" }
     }
 
-    /// Reads the settings from the process environment; a bad value is reported naming its variable and exits 2.
-    static func loadOrExit() throws -> ServerSettings {
+    /// What a command needs of the settings.
+    enum Purpose {
+        /// Everything `siwa serve` needs: the Apple side must be set up.
+        case server
+        /// The database and the data key; the Apple side only if it is set up (operator commands).
+        case database
+    }
+
+    /// The Apple side, for the commands that call Apple or serve.
+    var apple: AppleSignInConfiguration {
+        get throws {
+            guard let appleIfConfigured else {
+                throw Problem(variable: "SIWA_BUNDLE_IDS", fix: "configure at least one client id")
+            }
+            return appleIfConfigured
+        }
+    }
+
+    /// Reads the process's settings (and `configFile`, or `SIWA_CONFIG`); a bad value is reported naming its variable
+    /// and exits 2.
+    /// - Parameter createsDataKey: whether a missing data-key file is created (`serve`, `migrate`); an operator
+    ///   command with a new key could not open what the server's key sealed.
+    static func loadOrExit(
+        configFile: String? = nil,
+        purpose: Purpose = .server,
+        createsDataKey: Bool = true
+    ) async throws -> ServerSettings {
         do {
-            return try load(from: ProcessInfo.processInfo.environment)
+            let source = try await SettingsSource.load(configFile: configFile)
+            return try load(from: source, createsDataKey: createsDataKey, purpose: purpose)
         } catch let problem as Problem {
             Terminal.error("error: \(problem)")
             throw ExitCode(2)
@@ -88,12 +125,21 @@ struct ServerSettings {
         }
     }
 
-    /// Reads the settings from `environment`.
-    /// - Parameter createsDataKey: `false` (for `siwa doctor`) reads an existing data-key file but creates none.
+    /// Reads the settings from `environment` alone (the demo's fixed settings, tests).
     static func load(from environment: [String: String], createsDataKey: Bool = true) throws -> ServerSettings {
-        func value(_ name: String) -> String? {
-            environment[name].map { $0.trimmingCharacters(in: .whitespaces) }.flatMap { $0.isEmpty ? nil : $0 }
-        }
+        try load(from: SettingsSource(environment: environment), createsDataKey: createsDataKey)
+    }
+
+    /// Reads and validates the settings.
+    /// - Parameters:
+    ///   - createsDataKey: `false` (for `siwa doctor`) reads an existing data-key file but creates none.
+    ///   - purpose: `.database` tolerates an Apple side that is not set up.
+    static func load(
+        from source: SettingsSource,
+        createsDataKey: Bool = true,
+        purpose: Purpose = .server
+    ) throws -> ServerSettings {
+        func value(_ name: String) -> String? { source.value(name) }
         func number(_ name: String, _ range: ClosedRange<Double>) throws -> Double? {
             guard let text = value(name) else { return nil }
             guard let number = Double(text), range.contains(number) else {
@@ -160,6 +206,73 @@ struct ServerSettings {
         try loadWebSettings(into: &server, value: value, number: number, flag: flag)
         try loadCompatibilitySettings(into: &server, value: value, flag: flag)
 
+        let apple: AppleSignInConfiguration?
+        do {
+            apple = try loadApple(value: value, number: number)
+        } catch {
+            // An operator command that only needs the database runs without the Apple side.
+            guard purpose == .database else { throw error }
+            apple = nil
+        }
+
+        var settings = ServerSettings(
+            server: server,
+            appleIfConfigured: apple,
+            dataKey: SymmetricKey(size: .bits256)
+        )
+        if let host = value("SIWA_HOST") { settings.host = host }
+        if let port = try number("SIWA_PORT", 0...65_535) {
+            guard port == port.rounded() else {
+                throw Problem(
+                    variable: "SIWA_PORT",
+                    fix: "expected a whole number from 0 to 65535, got '\(Self.plain(port))'"
+                )
+            }
+            settings.port = Int(port)
+        }
+        if let level = value("SIWA_LOG_LEVEL") {
+            guard let parsed = Logger.Level(rawValue: level.lowercased()) else {
+                throw Problem(
+                    variable: "SIWA_LOG_LEVEL",
+                    fix: "expected trace, debug, info, notice, warning, error or critical, got '\(level)'"
+                )
+            }
+            settings.logLevel = parsed
+        }
+        if let format = value("SIWA_LOG_FORMAT") {
+            guard let parsed = LogFormat(rawValue: format.lowercased()) else {
+                throw Problem(variable: "SIWA_LOG_FORMAT", fix: "expected text or json, got '\(format)'")
+            }
+            settings.logFormat = parsed
+        }
+        if let url = value("SIWA_DATABASE_URL") {
+            guard url.hasPrefix("postgres://") || url.hasPrefix("postgresql://") else {
+                throw Problem(
+                    variable: "SIWA_DATABASE_URL",
+                    fix: "expected postgres://user:password@host:port/database"
+                )
+            }
+            settings.databaseURL = url
+            settings.databaseIsConfigured = true
+        }
+        if let path = value("SIWA_DATABASE_PATH") {
+            settings.databasePath = path
+            settings.databaseIsConfigured = true
+        }
+        let keyFile = value("SIWA_DATA_KEY_FILE") ?? "siwa-data.key"
+        settings.dataKeyFile = keyFile
+        if createsDataKey || value("SIWA_DATA_KEY") != nil || FileManager.default.fileExists(atPath: keyFile) {
+            settings.dataKey = try loadDataKey(value("SIWA_DATA_KEY"), file: keyFile)
+            settings.dataKeyFound = true
+        }
+        return settings
+    }
+
+    /// The Apple side: client ids, the team's credentials, Apple's base URL and the clock leeway.
+    private static func loadApple(
+        value: (String) -> String?,
+        number: (String, ClosedRange<Double>) throws -> Double?
+    ) throws -> AppleSignInConfiguration {
         let bundleIDs = (value("SIWA_BUNDLE_IDS") ?? "").split(separator: ",").map {
             ClientID(String($0).trimmingCharacters(in: .whitespaces))
         }
@@ -191,9 +304,8 @@ struct ServerSettings {
                 throw Problem(variable: "SIWA_" + Self.environmentName(error.reason), fix: error.reason)
             }
         }
-        let apple: AppleSignInConfiguration
         do {
-            apple = try AppleSignInConfiguration(
+            return try AppleSignInConfiguration(
                 bundleIDs: bundleIDs,
                 servicesID: servicesID,
                 credentials: credentials,
@@ -203,25 +315,6 @@ struct ServerSettings {
         } catch let error as AppleSignInError {
             throw Problem(variable: "SIWA_" + Self.environmentName(error.reason), fix: error.reason)
         }
-
-        var settings = ServerSettings(server: server, apple: apple, dataKey: SymmetricKey(size: .bits256))
-        if let host = value("SIWA_HOST") { settings.host = host }
-        if let port = try number("SIWA_PORT", 0...65_535) { settings.port = Int(port) }
-        if let url = value("SIWA_DATABASE_URL") {
-            guard url.hasPrefix("postgres://") || url.hasPrefix("postgresql://") else {
-                throw Problem(
-                    variable: "SIWA_DATABASE_URL",
-                    fix: "expected postgres://user:password@host:port/database"
-                )
-            }
-            settings.databaseURL = url
-        }
-        if let path = value("SIWA_DATABASE_PATH") { settings.databasePath = path }
-        let keyFile = value("SIWA_DATA_KEY_FILE") ?? "siwa-data.key"
-        if createsDataKey || value("SIWA_DATA_KEY") != nil || FileManager.default.fileExists(atPath: keyFile) {
-            settings.dataKey = try loadDataKey(value("SIWA_DATA_KEY"), file: keyFile)
-        }
-        return settings
     }
 
     /// The tutorials' client contracts: `SIWA_COMPAT` (a comma-separated list of servicestack, vapor, rentmanager, or
@@ -409,7 +502,8 @@ extension ServerSettings {
         clock: any WallClock = SystemWallClock(),
         logger: Logger
     ) -> AppleAPIClient? {
-        apple.credentials.map { credentials in
+        guard let apple = appleIfConfigured else { return nil }
+        return apple.credentials.map { credentials in
             AppleAPIClient(
                 configuration: apple,
                 transport: transport,
@@ -434,5 +528,38 @@ extension ServerSettings {
                 logger: logger
             )
         }
+    }
+}
+
+extension ServerSettings {
+    /// The SQLite file `siwa demo` creates in its folder.
+    static let demoDatabasePath = "siwa-demo.sqlite"
+
+    /// The database of an operator command: `--database` when given; else the configured one; else `siwa.sqlite`,
+    /// or the demo's file when only that exists in this folder (so that `siwa users list` after `siwa demo` lists the
+    /// demo's users). A SQLite file that does not exist is refused unless `createsDatabase`.
+    mutating func chooseOperatorDatabase(_ flag: String?, createsDatabase: Bool) throws {
+        if let flag, !flag.isEmpty {
+            if flag.hasPrefix("postgres://") || flag.hasPrefix("postgresql://") {
+                databaseURL = flag
+            } else {
+                databaseURL = nil
+                databasePath = flag
+            }
+        } else if !databaseIsConfigured, !FileManager.default.fileExists(atPath: databasePath),
+            FileManager.default.fileExists(atPath: Self.demoDatabasePath)
+        {
+            databasePath = Self.demoDatabasePath
+            Terminal.error("using \(Self.demoDatabasePath), the database siwa demo left here (--database chooses)")
+        }
+        guard databaseURL == nil, !createsDatabase, !FileManager.default.fileExists(atPath: databasePath) else {
+            return
+        }
+        throw Problem(
+            variable: flag == nil ? "SIWA_DATABASE_PATH" : "--database",
+            fix:
+                "there is no database at \(databasePath): point --database (or SIWA_DATABASE_PATH, SIWA_DATABASE_URL) "
+                + "at the one siwa serve uses, or create it with siwa migrate"
+        )
     }
 }

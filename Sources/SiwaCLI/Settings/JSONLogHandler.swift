@@ -1,0 +1,76 @@
+import AppleSignIn
+import Foundation
+import Logging
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// `SIWA_LOG_FORMAT`: text for people, JSON lines for log collectors.
+enum LogFormat: String, Sendable {
+    case text
+    case json
+}
+
+extension Logger {
+    /// The logger of a long-running command (serve, demo): the level and format of the settings. The JSON format is
+    /// installed process-wide, so that every library's logger writes JSON lines too.
+    static func siwa(level: Logger.Level, format: LogFormat) -> Logger {
+        if format == .json { LoggingSystem.bootstrap { JSONLogHandler(label: $0) } }
+        var logger = Logger(label: "siwa")
+        logger.logLevel = level
+        return logger
+    }
+}
+
+/// One JSON object a line on standard error: `time` (ISO 8601, UTC, milliseconds), `level`, `label`, `message`,
+/// `source` and the metadata as strings. A line is written with one `write(2)`, so lines of concurrent tasks never
+/// interleave. Values are logged as siwa logs them: never tokens, codes or keys.
+struct JSONLogHandler: LogHandler {
+    let label: String
+    var logLevel: Logger.Level = .info
+    var metadata: Logger.Metadata = [:]
+    var metadataProvider: Logger.MetadataProvider?
+
+    init(label: String) {
+        self.label = label
+        self.metadataProvider = LoggingSystem.metadataProvider
+    }
+
+    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { metadata[key] }
+        set { metadata[key] = newValue }
+    }
+
+    func log(event: LogEvent) {
+        var merged = metadata
+        if let provided = metadataProvider?.get() { merged.merge(provided) { _, new in new } }
+        if let extra = event.metadata { merged.merge(extra) { _, new in new } }
+        var out: [UInt8] = []
+        out.reserveCapacity(256)
+        out += Array(#"{"time":"#.utf8)
+        JSONWriter.appendString(
+            Date().formatted(.iso8601.year().month().day().time(includingFractionalSeconds: true)) + "Z",
+            to: &out
+        )
+        out += Array(#","level":"#.utf8)
+        JSONWriter.appendString(event.level.rawValue, to: &out)
+        out += Array(#","label":"#.utf8)
+        JSONWriter.appendString(label, to: &out)
+        out += Array(#","message":"#.utf8)
+        JSONWriter.appendString(event.message.description, to: &out)
+        out += Array(#","source":"#.utf8)
+        JSONWriter.appendString(event.source, to: &out)
+        for (key, value) in merged.sorted(by: { $0.key < $1.key })
+        where !["time", "level", "label", "message", "source"].contains(key) {
+            out.append(UInt8(ascii: ","))
+            JSONWriter.appendString(key, to: &out)
+            out.append(UInt8(ascii: ":"))
+            JSONWriter.appendString(value.description, to: &out)
+        }
+        out += Array("}\n".utf8)
+        out.withUnsafeBytes { bytes in _ = write(STDERR_FILENO, bytes.baseAddress, bytes.count) }
+    }
+}

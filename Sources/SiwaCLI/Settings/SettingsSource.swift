@@ -1,0 +1,175 @@
+import Configuration
+import Foundation
+import SystemPackage
+
+/// Where siwa's settings come from, merged by swift-configuration: the environment, secret files, a `.env` file and a
+/// configuration file, in that order of precedence (see ``SettingsCatalog``). Every command reads its settings through
+/// one of these, and ``ServerSettings`` validates them, so that `serve`, `doctor` and the operator commands agree.
+struct SettingsSource: Sendable {
+    private let reader: ConfigReader
+    /// The variables a `<variable>_FILE` secret file supplied (doctor says so instead of printing the value).
+    let fromSecretFiles: Set<String>
+    /// The configuration file read, if any.
+    let configFile: String?
+    /// Keys in the configuration file that are no setting (a typo is otherwise silently ignored).
+    let unknownFileKeys: [String]
+
+    /// A source with only these variables: the demo's fixed settings, and tests.
+    init(environment: [String: String]) {
+        reader = ConfigReader(provider: Self.environmentProvider(environment))
+        fromSecretFiles = []
+        configFile = nil
+        unknownFileKeys = []
+    }
+
+    /// The process's settings.
+    /// - Parameters:
+    ///   - environment: the process environment (`SIWA_*`, `<variable>_FILE`, `SIWA_CONFIG`).
+    ///   - configFile: `--config`; `SIWA_CONFIG` when `nil`.
+    ///   - dotEnvFile: read when it exists.
+    /// - Throws: ``ServerSettings/Problem`` naming a file that cannot be read or parsed.
+    static func load(
+        environment: [String: String] = ProcessInfo.processInfo.environment,
+        configFile: String? = nil,
+        dotEnvFile: String = ".env"
+    ) async throws -> SettingsSource {
+        var providers: [any ConfigProvider] = [environmentProvider(environment)]
+        var dotEnv: [String: String] = [:]
+        if FileManager.default.fileExists(atPath: dotEnvFile) {
+            guard let text = try? String(contentsOfFile: dotEnvFile, encoding: .utf8) else {
+                throw ServerSettings.Problem(variable: dotEnvFile, fix: "cannot read \(dotEnvFile)")
+            }
+            dotEnv = DoctorCommand.parseEnvFile(text)
+        }
+        // `<variable>_FILE`, from the environment or the .env file: the file's content is the value, a secret.
+        var secretValues: [AbsoluteConfigKey: ConfigValue] = [:]
+        var fromSecretFiles: Set<String> = []
+        for setting in SettingsCatalog.byVariable.values {
+            let fileVariable = setting.variable + "_FILE"
+            // SIWA_PRIVATE_KEY_FILE and SIWA_DATA_KEY_FILE are settings of their own (a key file, which the data
+            // key's is created when missing), not this convention.
+            guard SettingsCatalog.byVariable[fileVariable] == nil,
+                let path = (environment[fileVariable] ?? dotEnv[fileVariable]).flatMap({ $0.isEmpty ? nil : $0 })
+            else { continue }
+            if environment[setting.variable] != nil {
+                throw ServerSettings.Problem(
+                    variable: fileVariable,
+                    fix: "\(setting.variable) is set too: set the value or the file, not both"
+                )
+            }
+            guard let data = FileManager.default.contents(atPath: path) else {
+                throw ServerSettings.Problem(variable: fileVariable, fix: "cannot read \(path)")
+            }
+            var text = String(decoding: data, as: UTF8.self)
+            while text.hasSuffix("\n") || text.hasSuffix("\r") { text.removeLast() }
+            secretValues[AbsoluteConfigKey(ConfigKey(setting.key))] = ConfigValue(.string(text), isSecret: true)
+            fromSecretFiles.insert(setting.variable)
+        }
+        if !secretValues.isEmpty { providers.append(InMemoryProvider(name: "secret files", values: secretValues)) }
+        if !dotEnv.isEmpty { providers.append(environmentProvider(dotEnv)) }
+
+        let file = configFile ?? environment["SIWA_CONFIG"].flatMap { $0.isEmpty ? nil : $0 }
+        var unknown: [String] = []
+        if let file {
+            guard FileManager.default.isReadableFile(atPath: file) else {
+                throw ServerSettings.Problem(variable: "--config", fix: "cannot read \(file)")
+            }
+            do {
+                let (provider, keys) = try await fileProvider(file)
+                providers.append(provider)
+                let known = Set(SettingsCatalog.byVariable.values.map(\.key))
+                unknown = keys.filter { !known.contains($0) }.sorted()
+            } catch let problem as ServerSettings.Problem {
+                throw problem
+            } catch {
+                throw ServerSettings.Problem(variable: "--config", fix: "cannot parse \(file): \(error)")
+            }
+        }
+        return SettingsSource(
+            reader: ConfigReader(providers: providers),
+            fromSecretFiles: fromSecretFiles,
+            configFile: file,
+            unknownFileKeys: unknown
+        )
+    }
+
+    private init(reader: ConfigReader, fromSecretFiles: Set<String>, configFile: String?, unknownFileKeys: [String]) {
+        self.reader = reader
+        self.fromSecretFiles = fromSecretFiles
+        self.configFile = configFile
+        self.unknownFileKeys = unknownFileKeys
+    }
+
+    /// `SIWA_*` variables: the provider looks `siwa.<key>` up, which it spells `SIWA_<KEY>`.
+    private static func environmentProvider(_ variables: [String: String]) -> some ConfigProvider {
+        EnvironmentVariablesProvider(
+            // An empty variable is unset, so that it does not hide the file's value.
+            environmentVariables: variables.filter {
+                $0.key.hasPrefix("SIWA_") && !$0.value.trimmingCharacters(in: .whitespaces).isEmpty
+            },
+            secretsSpecifier: .dynamic { name, _ in
+                SettingsCatalog.byVariable[name.uppercased()]?.isSecret == true
+            }
+        ).prefixKeys(with: "siwa")
+    }
+
+    /// A JSON or YAML file by its extension, else `KEY=value` lines; and the setting keys the file holds.
+    private static func fileProvider(_ path: String) async throws -> (any ConfigProvider, [String]) {
+        let lowercased = path.lowercased()
+        if lowercased.hasSuffix(".json") {
+            let provider = try await FileProvider<JSONSnapshot>(filePath: FilePath(path))
+            return (provider, try jsonKeys(path))
+        }
+        if lowercased.hasSuffix(".yaml") || lowercased.hasSuffix(".yml") {
+            let provider = try await FileProvider<YAMLSnapshot>(filePath: FilePath(path))
+            return (provider, [])
+        }
+        let text = try String(contentsOfFile: path, encoding: .utf8)
+        let variables = DoctorCommand.parseEnvFile(text)
+        let keys = variables.keys.map { variable in
+            SettingsCatalog.byVariable[variable]?.key ?? variable
+        }
+        return (environmentProvider(variables), keys)
+    }
+
+    /// The dotted leaf keys of a JSON file (`{"database": {"path": …}}` holds `database.path`).
+    private static func jsonKeys(_ path: String) throws -> [String] {
+        let data = try Data(contentsOf: URL(fileURLWithPath: path))
+        guard let object = try JSONSerialization.jsonObject(with: data) as? [String: Any] else {
+            throw ServerSettings.Problem(variable: "--config", fix: "\(path) must hold a JSON object")
+        }
+        func leaves(_ object: [String: Any], _ prefix: String) -> [String] {
+            object.flatMap { key, value -> [String] in
+                if let nested = value as? [String: Any] { return leaves(nested, prefix + key + ".") }
+                return [prefix + key]
+            }
+        }
+        return leaves(object, "")
+    }
+
+    /// The value of `variable` (a ``SettingsCatalog`` variable) as text, wherever it came from: a list becomes
+    /// comma-separated, a number or a boolean its usual spelling. `nil` when unset or empty.
+    func value(_ variable: String) -> String? {
+        guard let setting = SettingsCatalog.byVariable[variable] else {
+            assertionFailure("\(variable) is not in SettingsCatalog")
+            return nil
+        }
+        let key = ConfigKey(setting.key)
+        let secret = setting.isSecret
+        let text: String?
+        if let string = reader.string(forKey: key, isSecret: secret) {
+            text = string
+        } else if let list = reader.stringArray(forKey: key, isSecret: secret) {
+            text = list.joined(separator: ",")
+        } else if let number = reader.int(forKey: key, isSecret: secret) {
+            text = String(number)
+        } else if let number = reader.double(forKey: key, isSecret: secret) {
+            text = String(number)
+        } else if let flag = reader.bool(forKey: key, isSecret: secret) {
+            text = String(flag)
+        } else {
+            text = nil
+        }
+        return text.map { $0.trimmingCharacters(in: .whitespaces) }.flatMap { $0.isEmpty ? nil : $0 }
+    }
+}
