@@ -70,7 +70,7 @@ struct ClientSecretCommandTests {
             "--key-file", keyFile,
         ])
         #expect(badKeyID.status == 2)
-        #expect(badKeyID.stderr.contains("keyID"))
+        #expect(badKeyID.stderr.contains("--key-id"))
         let missingKey = try await SiwaProcess.run([
             "client-secret", "--team-id", "ABCDE12345", "--key-id", "KEY1234567", "--client-id", "com.example.app",
             "--key-file", keyFile + ".missing", "--json",
@@ -83,5 +83,62 @@ struct ClientSecretCommandTests {
         ])
         #expect(tooLong.status == 2)
         #expect(tooLong.stderr.contains("--lifetime"))
+        let lowerCase = try await SiwaProcess.run([
+            "client-secret", "--team-id", "ABCDE12345", "--key-id", "key1234567", "--client-id", "com.example.app",
+            "--key-file", keyFile,
+        ])
+        #expect(lowerCase.status == 2)
+        #expect(lowerCase.stderr.contains("did you mean KEY1234567?"), "\(lowerCase.stderr)")
+    }
+
+    /// A key id that is not the key file's (`AuthKey_<KeyID>.p8`) signs secrets Apple refuses with `invalid_client`:
+    /// refused here, unless `--force`.
+    @Test func aKeyIDThatIsNotTheKeyFilesIsRefusedUnlessForced() async throws {
+        let arguments = [
+            "client-secret", "--team-id", "ABCDE12345", "--key-id", "ABCDE12345", "--client-id", "com.example.app",
+            "--key-file", keyFile,
+        ]
+        let refused = try await SiwaProcess.run(arguments)
+        #expect(refused.status == 2)
+        #expect(refused.stderr.contains("the key file is AuthKey_KEY1234567.p8 but the key id is ABCDE12345"))
+        #expect(refused.stdout.isEmpty)
+        let forced = try await SiwaProcess.run(arguments + ["--force"])
+        #expect(forced.status == 0)
+        #expect(forced.stdout.split(separator: ".").count == 3)
+    }
+
+    /// With no option, the secret is made from serve's settings; an option that contradicts the configured key id is
+    /// refused; the key may be base64 in a file or a variable.
+    @Test func itReadsTheServersSettingsAndBase64Keys() async throws {
+        let base64 = Data(key.pemRepresentation.utf8).base64EncodedString()
+        let base64File = URL(fileURLWithPath: keyFile).deletingLastPathComponent().appendingPathComponent("key.b64")
+            .path
+        try base64.write(toFile: base64File, atomically: true, encoding: .utf8)
+        let settings = [
+            "SIWA_TEAM_ID": "ABCDE12345", "SIWA_KEY_ID": "KEY1234567", "SIWA_PRIVATE_KEY_FILE": base64File,
+            "SIWA_SERVICES_ID": "com.example.web", "SIWA_BUNDLE_IDS": "com.example.app",
+        ]
+        let configured = try await SiwaProcess.run(["client-secret", "--json"], environment: settings)
+        #expect(configured.status == 0, "\(configured.stdout) \(configured.stderr)")
+        let object = try #require(
+            try JSONSerialization.jsonObject(with: Data(configured.stdout.utf8)) as? [String: Any]
+        )
+        let token = try #require(object["clientSecret"] as? String)
+        let claims = try await decode(token.split(separator: ".")[1])
+        #expect(claims["sub"] as? String == "com.example.web")
+        #expect(claims["iss"] as? String == "ABCDE12345")
+
+        let inVariable = try await SiwaProcess.run(
+            ["client-secret", "--client-id", "com.example.app"],
+            environment: settings.merging(["SIWA_PRIVATE_KEY_FILE": "", "SIWA_PRIVATE_KEY_BASE64": base64]) { $1 }
+        )
+        #expect(inVariable.status == 0, "\(inVariable.stderr)")
+
+        let contradicting = try await SiwaProcess.run(
+            ["client-secret", "--key-id", "OTHER12345"],
+            environment: settings
+        )
+        #expect(contradicting.status == 2)
+        #expect(contradicting.stderr.contains("differs from the configured SIWA_KEY_ID KEY1234567"))
     }
 }

@@ -14,7 +14,7 @@ import Foundation
 public struct AppleDeveloperKey: Sendable, CustomStringConvertible {
     /// Where the key comes from.
     public enum Source: Sendable {
-        /// A path to the `.p8` file.
+        /// A path to the `.p8` file: PEM as Apple issues it, its DER body, or base64 of either.
         case file(String)
         /// Base64 of the `.p8` file (or of its DER body), as secret stores and CI variables often hold it.
         case base64(String)
@@ -44,7 +44,14 @@ public struct AppleDeveloperKey: Sendable, CustomStringConvertible {
             } catch {
                 throw .invalidConfiguration(setting, "cannot read the key file at \(path)")
             }
-            self.privateKey = try Self.parse(bytes: Array(data), setting: setting)
+            // The .p8 as downloaded (PEM), its DER body, or its base64 (as secret stores and CI variables export it).
+            if let text = String(validating: Array(data), as: UTF8.self), !text.contains("-----BEGIN"),
+                let decoded = Data(base64Encoded: text.filter { !$0.isWhitespace })
+            {
+                self.privateKey = try Self.parse(bytes: Array(decoded), setting: setting)
+            } else {
+                self.privateKey = try Self.parse(bytes: Array(data), setting: setting)
+            }
         case .pem(let text):
             self.privateKey = try Self.parse(bytes: Array(text.utf8), setting: setting)
         case .base64(let text):
