@@ -1,4 +1,5 @@
 public import ArgumentParser
+import AuthServer
 
 /// The `siwa` command: the composition root of siwa's parts and the tools around them.
 public struct SiwaCommand: AsyncParsableCommand {
@@ -12,7 +13,7 @@ public struct SiwaCommand: AsyncParsableCommand {
               siwa demo
               siwa users list        # in the same folder, while or after the demo runs
             """,
-        version: "0.1.0",
+        version: SiwaVersion.current,
         subcommands: [
             DemoCommand.self, ServeCommand.self, EmulatorCommand.self, ClientSecretCommand.self, VerifyCommand.self,
             DoctorCommand.self, MigrateCommand.self, KeysCommand.self, UsersCommand.self, TransferCommand.self,

@@ -34,4 +34,18 @@ struct HelpTests {
             #expect(checked.contains(name), "\(name) was not reached: \(checked)")
         }
     }
+
+    /// The version is written once: `siwa --version` prints it and the changelog's newest entry is that version.
+    @Test func theVersionIsTheChangelogsNewestEntry() async throws {
+        let version = try await SiwaProcess.run(["--version"])
+        #expect(version.status == 0)
+        let printed = version.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(printed.split(separator: ".").count == 3, "\(printed)")
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
+        let changelog = try String(contentsOf: root.appendingPathComponent("CHANGELOG.md"), encoding: .utf8)
+        let newest = try #require(changelog.split(separator: "\n").first { $0.hasPrefix("## ") })
+        #expect(newest.hasPrefix("## \(printed) "), "CHANGELOG.md's newest entry is \(newest), siwa is \(printed)")
+        #expect(FileManager.default.fileExists(atPath: root.appendingPathComponent("LICENSE").path))
+    }
 }
