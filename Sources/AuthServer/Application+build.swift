@@ -30,6 +30,7 @@ public func buildApplication(
     host: String = "127.0.0.1",
     port: Int = 8080,
     logger: Logger = Logger(label: "siwa"),
+    tls: ServerTLS? = nil,
     onServerRunning: @escaping @Sendable (any Channel) async -> Void = { _ in }
 ) async throws -> some ApplicationProtocol {
     let sealer = DataSealer(key: dataKey)
@@ -186,18 +187,21 @@ public func buildApplication(
     }
 
     let connections = ConnectionLimiter(limits: configuration.connections, trustedProxies: configuration.trustedProxies)
+    let http = HTTP1Channel.Configuration(
+        additionalChannelHandlers: [connections.makeHandler()],
+        idleTimeout: configuration.idleTimeout.map { TimeAmount($0) },
+        httpDecoderConfiguration: .init(
+            maxHeaderFieldSize: configuration.maximumHeaderSize,
+            maxHeaderListSize: configuration.maximumHeaderSize
+        )
+    )
     var app = Application(
         router: router,
-        server: .http1(
-            configuration: HTTP1Channel.Configuration(
-                additionalChannelHandlers: [connections.makeHandler()],
-                idleTimeout: configuration.idleTimeout.map { TimeAmount($0) },
-                httpDecoderConfiguration: .init(
-                    maxHeaderFieldSize: configuration.maximumHeaderSize,
-                    maxHeaderListSize: configuration.maximumHeaderSize
-                )
-            )
-        ),
+        server: tls.map { tls in
+            HTTPServerBuilder { responder in
+                ReloadingTLSChannel(base: HTTP1Channel(responder: responder, configuration: http), tls: tls)
+            }
+        } ?? .http1(configuration: http),
         configuration: ApplicationConfiguration(address: .hostname(host, port: port), serverName: "siwa"),
         onServerRunning: onServerRunning,
         logger: logger
@@ -214,6 +218,9 @@ public func buildApplication(
         )
     )
     app.addServices(lifecycle.services)
+    if let tls {
+        app.addServices(ServerTLS.Reloader(tls: tls, interval: configuration.tlsReloadInterval, logger: logger))
+    }
     app.addServices(
         Housekeeping(store: store, configuration: configuration.housekeeping, clock: clock, logger: logger)
     )

@@ -43,7 +43,8 @@ struct ServeCommand: AsyncParsableCommand {
                 dataKey: settings.dataKey,
                 host: settings.host,
                 port: settings.port,
-                logger: logger
+                logger: logger,
+                tls: settings.tls
             )
             try await app.runService()
         } catch {

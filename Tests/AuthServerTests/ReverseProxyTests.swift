@@ -17,13 +17,31 @@ struct ReverseProxyTests {
         .deletingLastPathComponent()
 
     /// Runs `body` with nginx on a loopback port, proxying to `upstreamPort`.
-    static func withNginx(upstreamPort: Int, _ body: (Int) async throws -> Void) async throws {
+    /// - Parameters:
+    ///   - port: nginx's port (a free one by default).
+    ///   - tls: nginx terminates TLS with this certificate and key (`docs/deployment/nginx-tls.conf`).
+    static func withNginx(
+        upstreamPort: Int,
+        port givenPort: Int? = nil,
+        tls: (certificate: String, key: String)? = nil,
+        _ body: (Int) async throws -> Void
+    ) async throws {
         let nginx = try #require(ProcessInfo.processInfo.environment["SIWA_TEST_NGINX"])
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("siwa-nginx-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
-        let port = try freeLoopbackPort()
+        let port = try givenPort ?? freeLoopbackPort()
         let proxySettings = repository.appendingPathComponent("docs/deployment/nginx-proxy.conf").path
+        let tlsSettings = repository.appendingPathComponent("docs/deployment/nginx-tls.conf").path
+        let listen =
+            tls.map {
+                """
+                listen 127.0.0.1:\(port) ssl;
+                        ssl_certificate \($0.certificate);
+                        ssl_certificate_key \($0.key);
+                        include \(tlsSettings);
+                """
+            } ?? "listen 127.0.0.1:\(port);"
         let temp = folder.path
         let configuration = """
             daemon off;
@@ -41,7 +59,7 @@ struct ReverseProxyTests {
                 scgi_temp_path \(temp)/scgi;
                 upstream siwa { server 127.0.0.1:\(upstreamPort); keepalive 16; }
                 server {
-                    listen 127.0.0.1:\(port);
+                    \(listen)
                     client_header_timeout 10s;
                     location / {
                         proxy_pass http://siwa;

@@ -35,6 +35,8 @@ struct ServerHarness: Sendable {
     let dataKey: SymmetricKey
     /// The server's own base URL on loopback (with `web: true`, also its public URL).
     var serverURL: String = ""
+    /// The port the server listens on (with `web: true`; behind a proxy, the proxy's upstream).
+    var listenPort = 0
     /// The cookies a browser keeps between requests that the tests do not pass themselves: the web flow's binding
     /// cookie, which the authorize route sets and Apple's cross-site `form_post` carries back.
     let browserCookies = BrowserCookieJar()
@@ -46,6 +48,10 @@ struct ServerHarness: Sendable {
     ///     the server.
     ///   - servicesIDConfigured: give the server the Services ID (`false`: web sign-in is not configured).
     ///   - dataKey: the data key (a second server on the same store needs the first one's); a new one by default.
+    ///   - publicOrigin: with `web`, the public URL for the server's port (an https proxy's, say) instead of
+    ///     `http://127.0.0.1:<port>`.
+    ///   - tls: with `web`, the server serves https itself (``ServerHarness/server`` then cannot reach it; drive it with
+    ///     a browser or curl).
     static func run(
         store: any AccountStore = InMemoryAccountStore(),
         configuration: AuthServerConfiguration = AuthServerConfiguration(
@@ -55,21 +61,21 @@ struct ServerHarness: Sendable {
         web: Bool = false,
         servicesIDConfigured: Bool = true,
         dataKey givenDataKey: SymmetricKey? = nil,
+        publicOrigin: (@Sendable (_ serverPort: Int) -> String)? = nil,
+        tls: ServerTLS? = nil,
         _ body: @escaping @Sendable (ServerHarness) async throws -> Void
     ) async throws {
         let teamKey = P256.Signing.PrivateKey()
         let clock = ManualWallClock(Date())
         let serverPort = web ? try freeLoopbackPort() : 0
         var webConfiguration = configuration
-        if web { webConfiguration.publicURL = "http://127.0.0.1:\(serverPort)" }
+        let origin = publicOrigin?(serverPort) ?? "http://127.0.0.1:\(serverPort)"
+        if web { webConfiguration.publicURL = origin }
         let configuration = webConfiguration
         // siwa's own callback and those of the compatibility contracts (ServiceStack, the Vapor tutorial).
         let webRedirectURIs =
             web
-            ? [
-                configuration.webCallbackURL, "http://127.0.0.1:\(serverPort)/auth/apple",
-                "http://127.0.0.1:\(serverPort)/web/auth/siwa/callback",
-            ] : []
+            ? [configuration.webCallbackURL, "\(origin)/auth/apple", "\(origin)/web/auth/siwa/callback"] : []
         let emulatorConfiguration = EmulatorConfiguration(teams: [
             .init(
                 teamID: teamID,
@@ -112,11 +118,12 @@ struct ServerHarness: Sendable {
                 transport: AsyncHTTPClientTransport(),
                 dataKey: dataKey,
                 clock: clock,
-                port: serverPort
+                port: serverPort,
+                tls: tls
             )
             if web {
                 // The server listens on its public URL, where the emulator's form_post (or a browser) finds it.
-                try await WebLoopbackServer.serve(app, port: serverPort) { server in
+                try await WebLoopbackServer.serve(app, port: serverPort, tls: tls != nil) { server in
                     try await body(
                         ServerHarness(
                             emulatorURL: emulatorURL,
@@ -124,7 +131,8 @@ struct ServerHarness: Sendable {
                             store: store,
                             clock: clock,
                             dataKey: dataKey,
-                            serverURL: configuration.publicURL
+                            serverURL: configuration.publicURL,
+                            listenPort: serverPort
                         )
                     )
                 }

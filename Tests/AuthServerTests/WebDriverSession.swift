@@ -28,11 +28,19 @@ final class WebDriverSession: Sendable {
     ///   - chromedriver: the chromedriver executable.
     ///   - javaScript: `false` runs the browser with JavaScript off.
     ///   - log: where chromedriver writes its log.
-    static func start(chromedriver: String, javaScript: Bool = true, log: URL) async throws -> WebDriverSession {
+    ///   - environment: the browser's environment (a `HOME` whose NSS database trusts a test CA, say); the test
+    ///     process's by default.
+    static func start(
+        chromedriver: String,
+        javaScript: Bool = true,
+        log: URL,
+        environment: [String: String]? = nil
+    ) async throws -> WebDriverSession {
         let port = try freeLoopbackPort()
         let process = try ChildProcess(
             chromedriver,
-            arguments: ["--port=\(port)", "--allowed-ips=127.0.0.1", "--log-path=\(log.path)"]
+            arguments: ["--port=\(port)", "--allowed-ips=127.0.0.1", "--log-path=\(log.path)"],
+            environment: environment
         )
         let authority = "127.0.0.1:\(port)"
         do {
@@ -129,6 +137,28 @@ final class WebDriverSession: Sendable {
             if let name = cookie["name"] as? String, let value = cookie["value"] as? String { out[name] = value }
         }
         return out
+    }
+
+    /// A cookie as the browser keeps it.
+    struct Cookie: Sendable {
+        var name: String
+        var secure: Bool
+        var httpOnly: Bool
+        var sameSite: String?
+    }
+
+    /// Every cookie of the current page with its flags.
+    func cookieList() async throws -> [Cookie] {
+        let list = try await session(.get, "/cookie") as? [[String: Any]] ?? []
+        return list.compactMap { cookie in
+            guard let name = cookie["name"] as? String else { return nil }
+            return Cookie(
+                name: name,
+                secure: cookie["secure"] as? Bool ?? false,
+                httpOnly: cookie["httpOnly"] as? Bool ?? false,
+                sameSite: cookie["sameSite"] as? String
+            )
+        }
     }
 
     /// Saves a PNG screenshot of the viewport.

@@ -15,13 +15,18 @@ enum WebLoopbackServer {
     static func serve(
         _ app: some ApplicationProtocol,
         port: Int,
+        tls: Bool = false,
         _ body: @escaping @Sendable (any TestClientProtocol) async throws -> Void
     ) async throws {
         let services = ServiceGroup(configuration: .init(services: [app], logger: app.logger))
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { try await services.run() }
             do {
-                try await waitUntilListening(port: port)
+                if tls {
+                    try await waitUntilAccepting(port: port)
+                } else {
+                    try await waitUntilListening(port: port)
+                }
                 try await Application(router: relay(to: port)).test(.live) { client in
                     try await body(client)
                 }
@@ -51,6 +56,19 @@ enum WebLoopbackServer {
 
     /// Forwards every request unchanged (method, path, headers, body) and answers with the server's answer; never
     /// follows a redirect.
+    /// A server with TLS: a plain HTTP probe cannot ask it anything, so a TCP connection that is accepted will do.
+    private static func waitUntilAccepting(port: Int) async throws {
+        for _ in 0..<100 {
+            if let connection = try? RawSocketConnection(port: port) {
+                connection.close()
+                return
+            }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        Issue.record("the server did not start on 127.0.0.1:\(port)")
+        throw CancellationError()
+    }
+
     private static func relay(to port: Int) -> Router<BasicRequestContext> {
         let router = Router()
         let transport = AsyncHTTPClientTransport()

@@ -63,6 +63,8 @@ public struct AuthServerConfiguration: Sendable {
     public var maximumSessionsPerIdentityToken = 3
     /// Web flows one client address may start per state lifetime (the flow states it can make the server keep).
     public var maximumFlowsPerClient = 30
+    /// How often the server's own TLS certificate files are checked for a renewal (SIGHUP reloads at once).
+    public var tlsReloadInterval: Duration = .seconds(30)
 
     /// Caps on connections and request time.
     public struct ConnectionLimits: Sendable {

@@ -24,6 +24,8 @@ struct ServerSettings {
     var databaseURL: String?
     var databasePath = "siwa.sqlite"
     var dataKey: SymmetricKey
+    /// The server's own TLS (`SIWA_TLS_CERTIFICATE_FILE`, `SIWA_TLS_KEY_FILE`); `nil` for plain HTTP.
+    var tls: ServerTLS?
     /// `SIWA_LOG_LEVEL`.
     var logLevel = Logger.Level.info
     /// `SIWA_LOG_FORMAT`.
@@ -230,6 +232,7 @@ struct ServerSettings {
             }
             settings.port = Int(port)
         }
+        try loadTLS(into: &settings, publicURLIsSet: value("SIWA_PUBLIC_URL") != nil, value: value, number: number)
         if let level = value("SIWA_LOG_LEVEL") {
             guard let parsed = Logger.Level(rawValue: level.lowercased()) else {
                 throw Problem(
@@ -266,6 +269,47 @@ struct ServerSettings {
             settings.dataKeyFound = true
         }
         return settings
+    }
+
+    /// Built-in HTTPS: both files or neither; a certificate that cannot be used stops start-up naming its setting. The
+    /// public URL must then be https (it is `https://localhost:<port>` when not set), since cookies' `Secure` flag and
+    /// `__Host-` prefix follow it.
+    private static func loadTLS(
+        into settings: inout ServerSettings,
+        publicURLIsSet: Bool,
+        value: (String) -> String?,
+        number: (String, ClosedRange<Double>) throws -> Double?
+    ) throws {
+        if let seconds = try number("SIWA_TLS_RELOAD_INTERVAL", 1...86_400) {
+            settings.server.tlsReloadInterval = .milliseconds(Int64(seconds * 1000))
+        }
+        let certificate = value("SIWA_TLS_CERTIFICATE_FILE")
+        let key = value("SIWA_TLS_KEY_FILE")
+        guard certificate != nil || key != nil else { return }
+        guard let certificate, let key else {
+            throw Problem(
+                variable: certificate == nil ? "SIWA_TLS_CERTIFICATE_FILE" : "SIWA_TLS_KEY_FILE",
+                fix: "set SIWA_TLS_CERTIFICATE_FILE and SIWA_TLS_KEY_FILE together"
+            )
+        }
+        do {
+            settings.tls = try ServerTLS(certificateFile: certificate, keyFile: key)
+        } catch {
+            throw Problem(
+                variable: error.file == key ? "SIWA_TLS_KEY_FILE" : "SIWA_TLS_CERTIFICATE_FILE",
+                fix: error.description
+            )
+        }
+        if !publicURLIsSet {
+            settings.server.publicURL = "https://localhost:\(settings.port)"
+        } else if !settings.server.publicURL.hasPrefix("https://") {
+            throw Problem(
+                variable: "SIWA_PUBLIC_URL",
+                fix:
+                    "siwa serves https (SIWA_TLS_CERTIFICATE_FILE) but the public URL is \(settings.server.publicURL); "
+                    + "set the https URL browsers use"
+            )
+        }
     }
 
     /// The Apple side: client ids, the team's credentials, Apple's base URL and the clock leeway.

@@ -54,6 +54,31 @@ enum SettingsCatalog {
             ]
         ),
         (
+            "HTTPS",
+            [
+                .init(
+                    key: "tls.certificateFile",
+                    variable: "SIWA_TLS_CERTIFICATE_FILE",
+                    defaultValue: "",
+                    meaning:
+                        "PEM certificate chain: siwa serves https itself (TLS 1.2 and newer). Leave it unset behind a "
+                        + "proxy that terminates TLS."
+                ),
+                .init(
+                    key: "tls.keyFile",
+                    variable: "SIWA_TLS_KEY_FILE",
+                    defaultValue: "",
+                    meaning: "The certificate's PEM private key."
+                ),
+                .init(
+                    key: "tls.reloadInterval",
+                    variable: "SIWA_TLS_RELOAD_INTERVAL",
+                    defaultValue: "30",
+                    meaning: "Seconds between checks for a renewed certificate (SIGHUP reloads at once)."
+                ),
+            ]
+        ),
+        (
             "Apple",
             [
                 .init(
