@@ -5,7 +5,7 @@ public import NIOCore
 
 /// A local stand-in for appleid.apple.com: keys, the authorize page, token, revoke and team-transfer endpoints, plus a
 /// control API for tests and developers. Point a server's Apple base URL at it and every Sign in with Apple flow runs
-/// on this machine with no Apple account.
+/// on this machine with no Apple account. A console at `/` shows its Apple IDs and drives it from a browser.
 public struct AppleIDEmulator: Sendable {
     let state: EmulatorState
     let delivery: (any NotificationDelivery)?
@@ -54,6 +54,7 @@ public struct AppleIDEmulator: Sendable {
         let router = Router(context: BasicRequestContext.self)
         addAppleRoutes(to: router)
         addControlRoutes(to: router)
+        addConsoleRoutes(to: router)
         return router
     }
 }

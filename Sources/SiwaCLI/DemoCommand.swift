@@ -163,6 +163,7 @@ struct DemoCommand: AsyncParsableCommand {
           emulator:  http://localhost:\(emulatorPort)  (plays appleid.apple.com)
 
         Sign in in a browser: open http://localhost:\(port)/login
+        The emulator's console (Apple IDs, notifications, faults, log): http://localhost:\(emulatorPort)/
 
         Sign in as an iPhone app would:
           CRED=$(curl -s -X POST localhost:\(emulatorPort)/emulator/native-sign-in -H 'content-type: application/json' \\

@@ -65,7 +65,8 @@ struct EmulatorCommand: AsyncParsableCommand {
             logger: logger
         )
         // Said once the port is bound, unbuffered: never "listening" for a port that turns out to be taken.
-        banner += "Apple ID emulator listening on http://\(host):\(port)  (Ctrl-C stops it)"
+        banner += "Apple ID emulator listening on http://\(host):\(port)  (Ctrl-C stops it)\n"
+        banner += "Its console, in a browser: http://\(host):\(port)/"
         let said = banner
         do {
             try await emulator.application(host: host, port: port, onServerRunning: { _ in Terminal.say(said) })

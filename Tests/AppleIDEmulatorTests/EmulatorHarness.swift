@@ -29,6 +29,8 @@ struct EmulatorHarness: Sendable {
     let otherTeamKey: P256.Signing.PrivateKey
     let clock: ManualWallClock
     let notifications: Received
+    /// Where the clients' notifications go: the receiver's URL.
+    let receiverURL: String
     let transport = AsyncHTTPClientTransport()
 
     /// Bodies the notification receiver got.
@@ -94,7 +96,8 @@ struct EmulatorHarness: Sendable {
                         teamKey: teamKey,
                         otherTeamKey: otherTeamKey,
                         clock: clock,
-                        notifications: received
+                        notifications: received,
+                        receiverURL: notificationURL
                     )
                 )
             }
@@ -164,22 +167,54 @@ struct EmulatorHarness: Sendable {
 
     // MARK: Raw HTTP
 
-    /// Sends a request to the emulator and returns the status and body.
+    /// An answer of the emulator: the status, the body as text, `Location`, and every header.
+    typealias Answer = (status: Int, body: String, location: String?, headers: HTTPFields)
+
+    /// Sends a request to the emulator and returns the status, body and headers.
     func send(
         _ method: HTTPRequest.Method,
         _ path: String,
         body: String? = nil,
         contentType: String = "application/json",
         headers: HTTPFields = [:]
-    ) async throws -> (status: Int, body: String, location: String?) {
+    ) async throws -> Answer {
         var request = HTTPRequest(method: method, scheme: baseURL.scheme, authority: baseURL.authority, path: path)
         request.headerFields = headers
         if body != nil { request.headerFields[.contentType] = contentType }
         let answer = try await transport.send(request, body: body.map { Array($0.utf8) }, timeout: .seconds(10))
         return (
             answer.response.status.code, String(decoding: answer.body, as: UTF8.self),
-            answer.response.headerFields[.location]
+            answer.response.headerFields[.location], answer.response.headerFields
         )
+    }
+
+    /// The emulator's own origin, as a browser on its pages names it.
+    var origin: String { "\(baseURL.scheme)://\(baseURL.authority)" }
+
+    /// Posts a console form as a browser on the console page does (`Origin` and `Sec-Fetch-Site` of the emulator's
+    /// own page, unless others are given).
+    func consoleForm(
+        _ path: String,
+        _ fields: [(String, String)],
+        headers: HTTPFields? = nil
+    ) async throws -> Answer {
+        var allowed = CharacterSet.alphanumerics
+        allowed.insert(charactersIn: "-._~")
+        let body = fields.map { "\($0.0)=\($0.1.addingPercentEncoding(withAllowedCharacters: allowed) ?? "")" }
+            .joined(separator: "&")
+        let browser: HTTPFields = [.origin: origin, HTTPField.Name("Sec-Fetch-Site")!: "same-origin"]
+        return try await send(
+            .post,
+            "/console/\(path)",
+            body: body,
+            contentType: "application/x-www-form-urlencoded",
+            headers: headers ?? browser
+        )
+    }
+
+    /// A page of the emulator as a browser asks for it (`Accept: text/html`).
+    func page(_ path: String) async throws -> Answer {
+        try await send(.get, path, headers: [.accept: "text/html,application/xhtml+xml,*/*;q=0.8"])
     }
 
     /// Calls the control API with a JSON object and decodes a JSON object back.
@@ -188,6 +223,15 @@ struct EmulatorHarness: Sendable {
         let answer = try await send(.post, "/emulator/\(path)", body: body)
         let json = (try? JSONSerialization.jsonObject(with: Data(answer.body.utf8))) as? [String: Any] ?? [:]
         return (answer.status, json)
+    }
+
+    /// Sends a notification about `email`'s Apple ID to `clientID` (`POST /emulator/notifications`).
+    func notify(
+        _ email: String,
+        _ type: String,
+        clientID: ClientID = bundleID
+    ) async throws -> (status: Int, json: [String: Any]) {
+        try await control("notifications", ["clientId": clientID.rawValue, "email": email, "type": type])
     }
 
     /// A native sign-in on a "device".
@@ -213,7 +257,16 @@ struct EmulatorHarness: Sendable {
 
     /// The emulator's call log.
     func log() async throws -> [[String: Any]] {
-        let answer = try await send(.get, "/emulator/log")
+        try await list("/emulator/log")
+    }
+
+    /// The notifications the emulator keeps for redelivery (`GET /emulator/notifications`).
+    func sentNotifications() async throws -> [[String: Any]] {
+        try await list("/emulator/notifications")
+    }
+
+    private func list(_ path: String) async throws -> [[String: Any]] {
+        let answer = try await send(.get, path)
         return (try JSONSerialization.jsonObject(with: Data(answer.body.utf8))) as? [[String: Any]] ?? []
     }
 }

@@ -56,7 +56,7 @@ struct WebFlowTests {
         hideEmail: Bool = false,
         action: String = "continue",
         query: String? = nil
-    ) async throws -> (status: Int, body: String, location: String?) {
+    ) async throws -> EmulatorHarness.Answer {
         let page = try await emulator.send(.get, "/auth/authorize?\(query ?? authorizeQuery())")
         try #require(page.status == 200)
         var fields = try formFields(page.body)

@@ -21,11 +21,9 @@ struct HTTPSTests {
         authority: TestCertificateAuthority,
         name: String
     ) async throws -> [WebDriverSession.Cookie] {
-        let chromedriver = try #require(ProcessInfo.processInfo.environment["SIWA_TEST_CHROMEDRIVER"])
-        try FileManager.default.createDirectory(at: WebBrowserTests.outputFolder, withIntermediateDirectories: true)
-        let browser = try await WebDriverSession.start(
-            chromedriver: chromedriver,
-            log: WebBrowserTests.outputFolder.appendingPathComponent("chromedriver-\(name).log"),
+        let browser = try await WebDriverSession.startForTest(
+            suite: "HTTPSTests",
+            log: "chromedriver-\(name).log",
             environment: authority.browserEnvironment
         )
         do {
@@ -42,7 +40,9 @@ struct HTTPSTests {
             try await browser.wait(for: "the signed-in page over https") { url, source in
                 url == login && source.contains("Sign out")
             }
-            try await browser.screenshot(to: WebBrowserTests.outputFolder.appendingPathComponent("https-\(name).png"))
+            try await browser.screenshot(
+                to: WebDriverSession.outputFolder("HTTPSTests").appendingPathComponent("\(name).png")
+            )
             #expect(try await browser.pageSource().contains("Hello, Tess"))
             let cookies = try await browser.cookieList()
             await browser.quit()

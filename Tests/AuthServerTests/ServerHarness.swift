@@ -76,30 +76,7 @@ struct ServerHarness: Sendable {
         let webRedirectURIs =
             web
             ? [configuration.webCallbackURL, "\(origin)/auth/apple", "\(origin)/web/auth/siwa/callback"] : []
-        let emulatorConfiguration = EmulatorConfiguration(teams: [
-            .init(
-                teamID: teamID,
-                keyID: keyID,
-                publicKeyPEM: teamKey.publicKey.pemRepresentation,
-                clients: [
-                    .init(clientID: bundleID),
-                    .init(clientID: servicesID, redirectURIs: ["https://example.com/cb"] + webRedirectURIs),
-                ]
-            ),
-            .init(
-                teamID: "TEAMOTHER1",
-                keyID: "KEYOTHER01",
-                publicKeyPEM: P256.Signing.PrivateKey().publicKey.pemRepresentation,
-                clients: [.init(clientID: otherTeamBundleID)]
-            ),
-        ])
-        let emulator = try await AppleIDEmulator(
-            configuration: emulatorConfiguration,
-            delivery: nil,
-            now: { clock.now }
-        )
-        try await Application(router: emulator.router()).test(.live) { emulatorClient in
-            let emulatorURL = "http://127.0.0.1:\(try #require(emulatorClient.port))"
+        try await runEmulator(teamKey: teamKey, clock: clock, webRedirectURIs: webRedirectURIs) { emulatorURL in
             let apple = try AppleSignInConfiguration(
                 bundleIDs: [ClientID(bundleID)],
                 servicesID: servicesIDConfigured ? ClientID(servicesID) : nil,
@@ -151,6 +128,45 @@ struct ServerHarness: Sendable {
                     )
                 )
             }
+        }
+    }
+
+    /// Runs `body` with the emulator alone on a free loopback port: the harness's teams (``teamID`` with the bundle
+    /// id and the Services ID, and another team), no notification delivery.
+    /// - Parameters:
+    ///   - teamKey: the key of ``teamID``, which its client secrets are signed with.
+    ///   - webRedirectURIs: more redirect URIs of the Services ID.
+    ///   - body: gets the emulator's base URL, `http://127.0.0.1:<port>`.
+    static func runEmulator(
+        teamKey: P256.Signing.PrivateKey = P256.Signing.PrivateKey(),
+        clock: ManualWallClock = ManualWallClock(Date()),
+        webRedirectURIs: [String] = [],
+        _ body: @escaping @Sendable (_ emulatorURL: String) async throws -> Void
+    ) async throws {
+        let emulatorConfiguration = EmulatorConfiguration(teams: [
+            .init(
+                teamID: teamID,
+                keyID: keyID,
+                publicKeyPEM: teamKey.publicKey.pemRepresentation,
+                clients: [
+                    .init(clientID: bundleID),
+                    .init(clientID: servicesID, redirectURIs: ["https://example.com/cb"] + webRedirectURIs),
+                ]
+            ),
+            .init(
+                teamID: "TEAMOTHER1",
+                keyID: "KEYOTHER01",
+                publicKeyPEM: P256.Signing.PrivateKey().publicKey.pemRepresentation,
+                clients: [.init(clientID: otherTeamBundleID)]
+            ),
+        ])
+        let emulator = try await AppleIDEmulator(
+            configuration: emulatorConfiguration,
+            delivery: nil,
+            now: { clock.now }
+        )
+        try await Application(router: emulator.router()).test(.live) { emulatorClient in
+            try await body("http://127.0.0.1:\(try #require(emulatorClient.port))")
         }
     }
 

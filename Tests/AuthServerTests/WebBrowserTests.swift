@@ -14,27 +14,12 @@ import Testing
     )
 )
 struct WebBrowserTests {
-    /// Screenshots and chromedriver logs: `$SIWA_TEST_OUTPUT_DIR`, or `.build/test-output/WebBrowserTests`.
-    static let outputFolder: URL = {
-        if let folder = ProcessInfo.processInfo.environment["SIWA_TEST_OUTPUT_DIR"] {
-            return URL(fileURLWithPath: folder).appendingPathComponent("WebBrowserTests")
-        }
-        return URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().appendingPathComponent(".build/test-output/WebBrowserTests")
-    }()
-
     private func browser(javaScript: Bool = true, log: String) async throws -> WebDriverSession {
-        let chromedriver = try #require(ProcessInfo.processInfo.environment["SIWA_TEST_CHROMEDRIVER"])
-        try FileManager.default.createDirectory(at: Self.outputFolder, withIntermediateDirectories: true)
-        return try await WebDriverSession.start(
-            chromedriver: chromedriver,
-            javaScript: javaScript,
-            log: Self.outputFolder.appendingPathComponent(log)
-        )
+        try await WebDriverSession.startForTest(suite: "WebBrowserTests", javaScript: javaScript, log: log)
     }
 
     private func screenshot(_ browser: WebDriverSession, _ name: String) async throws {
-        try await browser.screenshot(to: Self.outputFolder.appendingPathComponent(name))
+        try await browser.screenshot(named: name, suite: "WebBrowserTests")
     }
 
     @Test func signInWithHideMyEmailSignInAgainAndSignOut() async throws {

@@ -161,11 +161,27 @@ final class WebDriverSession: Sendable {
         }
     }
 
+    /// The current value of a form field (what a user would copy from it).
+    func value(of selector: String) async throws -> String {
+        let element = try await element(selector)
+        return try await session(.get, "/element/\(element)/property/value") as? String ?? ""
+    }
+
+    /// Resizes the browser window (W3C `Set Window Rect`), to see a page as a phone or a desktop shows it.
+    func setWindowSize(width: Int, height: Int) async throws {
+        try await session(.post, "/window/rect", ["width": width, "height": height])
+    }
+
     /// Saves a PNG screenshot of the viewport.
     func screenshot(to file: URL) async throws {
         let encoded = try await session(.get, "/screenshot") as? String ?? ""
         guard let png = Data(base64Encoded: encoded) else { throw Failure(description: "the screenshot is not base64") }
         try png.write(to: file)
+    }
+
+    /// Saves a PNG screenshot of the viewport in the output folder of the browser tests of `suite`.
+    func screenshot(named name: String, suite: String) async throws {
+        try await screenshot(to: Self.outputFolder(suite).appendingPathComponent(name))
     }
 
     /// Waits until `condition` holds on the current URL and page source (up to 15 s).
@@ -180,6 +196,37 @@ final class WebDriverSession: Sendable {
             try await Task.sleep(for: .milliseconds(100))
         }
         throw Failure(description: "timed out waiting for \(what); at \(try await currentURL())")
+    }
+
+    // MARK: Tests
+
+    /// Where the browser tests of `suite` put screenshots and chromedriver logs: `$SIWA_TEST_OUTPUT_DIR/<suite>`, or
+    /// `.build/test-output/<suite>`.
+    static func outputFolder(_ suite: String) -> URL {
+        if let folder = ProcessInfo.processInfo.environment["SIWA_TEST_OUTPUT_DIR"] {
+            return URL(fileURLWithPath: folder).appendingPathComponent(suite)
+        }
+        return URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent(".build/test-output/\(suite)")
+    }
+
+    /// A browser for a test of `suite`: the chromedriver that `SIWA_TEST_CHROMEDRIVER` names (`scripts/with-chromium`
+    /// sets it), logging to `log` in the suite's output folder.
+    static func startForTest(
+        suite: String,
+        javaScript: Bool = true,
+        log: String,
+        environment: [String: String]? = nil
+    ) async throws -> WebDriverSession {
+        let chromedriver = try #require(ProcessInfo.processInfo.environment["SIWA_TEST_CHROMEDRIVER"])
+        let folder = outputFolder(suite)
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        return try await start(
+            chromedriver: chromedriver,
+            javaScript: javaScript,
+            log: folder.appendingPathComponent(log),
+            environment: environment
+        )
     }
 
     // MARK: Wire

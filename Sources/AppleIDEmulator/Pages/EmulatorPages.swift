@@ -1,4 +1,5 @@
-/// The emulator's HTML: Apple's consent page, the auto-submitting `form_post` page, and Apple's error page.
+/// The emulator's HTML: Apple's consent page, the auto-submitting `form_post` page, and Apple's error page; the console
+/// (``ConsolePage``) builds on the same page.
 enum EmulatorPages {
     static func escape(_ text: String) -> String {
         var out = ""
@@ -15,7 +16,9 @@ enum EmulatorPages {
         return out
     }
 
-    private static func page(title: String, body: String) -> String {
+    /// A whole page: the banner that says this is not Apple, then `body` (markup, already escaped).
+    /// - Parameter stylesheet: the page's one inline stylesheet.
+    static func page(title: String, body: String, stylesheet: String = EmulatorPages.stylesheet) -> String {
         """
         <!doctype html>
         <html lang="en">
@@ -23,7 +26,18 @@ enum EmulatorPages {
         <meta charset="utf-8">
         <meta name="viewport" content="width=device-width, initial-scale=1">
         <title>\(escape(title))</title>
-        <style>
+        <style>\(stylesheet)</style>
+        </head>
+        <body><main>
+        <p class="banner">Apple ID emulator (siwa) — not Apple</p>
+        \(body)
+        </main></body>
+        </html>
+        """
+    }
+
+    /// The look of Apple's pages.
+    static let stylesheet = """
         body { font: 16px -apple-system, system-ui, sans-serif; background: #f5f5f7; color: #1d1d1f; margin: 0; }
         main { max-width: 26rem; margin: 3rem auto; background: #fff; border-radius: 18px; padding: 2rem;
                box-shadow: 0 2px 12px rgba(0,0,0,.08); }
@@ -39,15 +53,7 @@ enum EmulatorPages {
         button.primary { background: #000; color: #fff; }
         button:focus-visible, input:focus-visible { outline: 3px solid #0071e3; outline-offset: 2px; }
         code { background: #f5f5f7; padding: .1rem .3rem; border-radius: 4px; }
-        </style>
-        </head>
-        <body><main>
-        <p class="banner">Apple ID emulator (siwa) — not Apple</p>
-        \(body)
-        </main></body>
-        </html>
         """
-    }
 
     /// The consent page of `GET /auth/authorize`.
     static func consent(_ parameters: AuthorizeParameters, firstName: String, lastName: String, email: String) -> String

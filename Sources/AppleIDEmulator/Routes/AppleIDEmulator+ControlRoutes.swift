@@ -10,9 +10,7 @@ extension AppleIDEmulator {
         control.post("/native-sign-in") { request, context -> Response in
             let input = try await Self.decodeJSON(NativeSignInRequest.self, request, context)
             do {
-                let credential = try await state.nativeSignIn(input)
-                await state.log("native-sign-in", clientID: input.clientId, outcome: "200")
-                return try Self.json(.ok, credential)
+                return try Self.json(.ok, try await signInNatively(input).credential)
             } catch let error as AppleOAuthError {
                 return try Self.controlError(error)
             }
@@ -23,12 +21,25 @@ extension AppleIDEmulator {
             guard let type = input.type else {
                 return try Self.controlError(.invalidRequest("type is required"))
             }
-            return try await deliverNotification(clientID: input.clientId, email: input.email, type: type)
+            return try await controlAnswer {
+                try await sendNotification(clientID: input.clientId, email: input.email, type: type)
+            }
+        }
+
+        control.get("/notifications") { _, _ -> Response in
+            try Self.json(.ok, await state.sentNotifications().map(SentNotificationSummary.init))
+        }
+
+        control.post("/notifications/:id/redeliver") { _, context -> Response in
+            let id = try context.parameters.require("id")
+            return try await controlAnswer { try await redeliverNotification(id: id) }
         }
 
         control.post("/revoke-consent") { request, context -> Response in
             let input = try await Self.decodeJSON(NotificationRequest.self, request, context)
-            return try await deliverNotification(clientID: input.clientId, email: input.email, type: "consent-revoked")
+            return try await controlAnswer {
+                try await sendNotification(clientID: input.clientId, email: input.email, type: "consent-revoked")
+            }
         }
 
         control.post("/rotate-keys") { _, _ -> Response in
@@ -39,45 +50,81 @@ extension AppleIDEmulator {
 
         control.post("/faults") { request, context -> Response in
             let input = try await Self.decodeJSON(FaultRequest.self, request, context)
-            guard ["keys", "token", "revoke"].contains(input.endpoint) else {
+            guard EmulatorFault.endpoints.contains(input.endpoint) else {
                 return try Self.controlError(.invalidRequest("endpoint must be keys, token or revoke"))
             }
             await state.setFault(endpoint: input.endpoint, mode: input.mode, count: input.count)
             return try Self.json(.ok, ["endpoint": input.endpoint, "mode": input.mode.rawValue])
         }
 
-        control.get("/log") { _, _ -> Response in
-            try Self.json(.ok, await state.logEntries())
+        // Scripts get JSON, as always; a browser (which asks for `text/html`) gets the console's table.
+        control.get("/log") { request, _ -> Response in
+            var response =
+                Self.prefersHTML(request)
+                ? try await logPage(request) : try Self.json(.ok, await state.logEntries())
+            response.headers[.vary] = "Accept"
+            return response
         }
     }
 
-    /// Signs a notification, applies its effect, and POSTs it to the client's notification URL.
-    private func deliverNotification(clientID: String, email: String, type: String) async throws -> Response {
-        let signed: (url: String?, body: [UInt8])
+    /// The JSON answer of `body`'s value, or the control API's error for an `AppleOAuthError` it throws.
+    private func controlAnswer(_ body: () async throws -> some Encodable) async throws -> Response {
         do {
-            signed = try await state.notification(clientID: clientID, email: email, type: type)
+            return try Self.json(.ok, try await body())
         } catch let error as AppleOAuthError {
             return try Self.controlError(error)
         }
-        guard let url = signed.url else {
-            await state.log("notification", clientID: clientID, outcome: "\(type): no notification URL")
-            return try Self.json(.ok, NotificationOutcome(type: type, delivered: false, receiverStatus: nil))
+    }
+
+    /// A native sign-in, logged (its outcome, never the token); shared by the control API and the console.
+    func signInNatively(_ input: NativeSignInRequest) async throws -> (credential: NativeCredential, registered: Bool) {
+        let answer = try await state.nativeSignIn(input)
+        await state.log(
+            "native-sign-in",
+            clientID: input.clientId,
+            outcome: answer.registered ? "200" : "200 (unregistered client id)",
+            unregisteredClient: !answer.registered
+        )
+        return answer
+    }
+
+    /// Signs a notification, applies its effect, and POSTs it to the client's notification URL.
+    /// - Throws: `AppleOAuthError` for an unknown client, Apple ID or type, and when the notification cannot be sent.
+    func sendNotification(clientID: String, email: String, type: String) async throws -> NotificationOutcome {
+        try await deliver(try await state.notification(clientID: clientID, email: email, type: type), again: false)
+    }
+
+    /// POSTs a kept notification again: the same bytes to the same URL, also after its Apple ID was deleted.
+    /// - Throws: `AppleOAuthError` (404) when no notification `id` is kept, and when it cannot be sent.
+    func redeliverNotification(id: String) async throws -> NotificationOutcome {
+        guard let sent = await state.sentNotification(id: id) else {
+            throw AppleOAuthError(
+                httpCode: 404,
+                error: "unknown_notification",
+                description: "no kept notification \(id) (the last \(EmulatorState.keptNotifications) are kept)"
+            )
+        }
+        return try await deliver(sent, again: true)
+    }
+
+    private func deliver(_ sent: SentNotificationRecord, again: Bool) async throws -> NotificationOutcome {
+        let what = again ? "\(sent.type) (redelivery of \(sent.id))" : sent.type
+        guard let url = sent.url else {
+            await state.log("notification", clientID: sent.clientID, outcome: "\(what): no notification URL")
+            return NotificationOutcome(id: sent.id, type: sent.type, delivered: false, receiverStatus: nil)
         }
         guard let delivery else {
-            return try Self.controlError(
-                AppleOAuthError(httpCode: 503, error: "no_delivery", description: "this emulator cannot send HTTP")
-            )
+            throw AppleOAuthError(httpCode: 503, error: "no_delivery", description: "this emulator cannot send HTTP")
         }
+        let status: Int
         do {
-            let status = try await delivery.post(json: signed.body, to: url)
-            await state.log("notification", clientID: clientID, outcome: "\(type): receiver answered \(status)")
-            return try Self.json(.ok, NotificationOutcome(type: type, delivered: true, receiverStatus: status))
+            status = try await delivery.post(json: Array(sent.body), to: url)
         } catch {
-            await state.log("notification", clientID: clientID, outcome: "\(type): delivery failed")
-            return try Self.controlError(
-                AppleOAuthError(httpCode: 502, error: "delivery_failed", description: "could not reach \(url)")
-            )
+            await state.log("notification", clientID: sent.clientID, outcome: "\(what): delivery failed")
+            throw AppleOAuthError(httpCode: 502, error: "delivery_failed", description: "could not reach \(url)")
         }
+        await state.log("notification", clientID: sent.clientID, outcome: "\(what): receiver answered \(status)")
+        return NotificationOutcome(id: sent.id, type: sent.type, delivered: true, receiverStatus: status)
     }
 
     static func decodeJSON<T: Decodable>(
@@ -104,9 +151,28 @@ extension AppleIDEmulator {
 
 /// The answer of the notification routes.
 struct NotificationOutcome: Encodable {
+    /// The kept notification's id, for `POST /emulator/notifications/{id}/redeliver`.
+    var id: String
     var type: String
     var delivered: Bool
     var receiverStatus: Int?
+}
+
+/// An entry of `GET /emulator/notifications`.
+struct SentNotificationSummary: Encodable {
+    var id: String
+    var type: String
+    var clientId: String
+    var sub: String
+    var sentAt: Date
+
+    init(_ record: SentNotificationRecord) {
+        self.id = record.id
+        self.type = record.type
+        self.clientId = record.clientID
+        self.sub = record.sub
+        self.sentAt = record.sentAt
+    }
 }
 
 /// A control-API failure, answered as `{"error": code, "message": text}`.

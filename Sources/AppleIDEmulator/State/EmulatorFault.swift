@@ -1,5 +1,8 @@
 /// A fault injected into one endpoint (`POST /emulator/faults`).
 struct EmulatorFault: Codable {
+    /// The endpoints a fault can be injected into: `/auth/keys`, `/auth/token` and `/auth/revoke`.
+    static let endpoints = ["keys", "token", "revoke"]
+
     enum Mode: String, Codable {
         /// Answer 500.
         case error

@@ -11,6 +11,28 @@ struct EmulatorRecords: Codable {
     var migrationTokens: [String: MigrationTokenRecord] = [:]
     var transfers: [TransferRecord] = []
     var log: [EmulatorLogEntry] = []
+    /// The last notifications signed, oldest first, kept byte for byte for redelivery.
+    var sentNotifications: [SentNotificationRecord] = []
+}
+
+extension EmulatorRecords {
+    /// Reads a state file; a field it lacks (a file written by an older emulator) starts empty.
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        func read<T: Decodable>(_ key: CodingKeys, _ empty: T) throws -> T {
+            try container.decodeIfPresent(T.self, forKey: key) ?? empty
+        }
+        self.init()
+        signingKeys = try read(.signingKeys, [])
+        appleIDs = try read(.appleIDs, [:])
+        codes = try read(.codes, [:])
+        refreshTokens = try read(.refreshTokens, [:])
+        accessTokens = try read(.accessTokens, [:])
+        migrationTokens = try read(.migrationTokens, [:])
+        transfers = try read(.transfers, [])
+        log = try read(.log, [])
+        sentNotifications = try read(.sentNotifications, [])
+    }
 }
 
 struct SigningKeyRecord: Codable {
@@ -35,6 +57,8 @@ struct TeamLink: Codable {
     var relayEmail: String
     /// Whether the user has authorized this team's apps (the next authorization is then not a first one).
     var consented = false
+    /// When the user last revoked consent (`nil`: never, or authorized again since).
+    var consentRevokedAt: Date?
     var hideEmail = false
     var emailForwarding = true
 }
@@ -82,4 +106,19 @@ public struct EmulatorLogEntry: Codable, Sendable {
     public var grantType: String?
     public var clientID: String?
     public var outcome: String
+    /// `true` when a token was minted for a client id no team registers (to test that a server refuses it).
+    public var unregisteredClient: Bool?
+}
+
+/// A signed server-to-server notification as it was sent: redelivery POSTs the same bytes to the same URL.
+struct SentNotificationRecord: Codable {
+    var id: String
+    var type: String
+    var clientID: String
+    var sub: String
+    var sentAt: Date
+    /// The client's notification URL when it was signed (`nil`: the client has none).
+    var url: String?
+    /// The JSON body, `{"payload": "<JWT>"}`, exactly as POSTed.
+    var body: Data
 }

@@ -129,14 +129,24 @@ actor EmulatorState {
         return fault.mode
     }
 
-    func log(_ endpoint: String, grantType: String? = nil, clientID: String? = nil, outcome: String) {
+    /// The faults in force, by endpoint.
+    func activeFaults() -> [String: EmulatorFault] { faults }
+
+    func log(
+        _ endpoint: String,
+        grantType: String? = nil,
+        clientID: String? = nil,
+        outcome: String,
+        unregisteredClient: Bool = false
+    ) {
         records.log.append(
             EmulatorLogEntry(
                 time: now(),
                 endpoint: endpoint,
                 grantType: grantType,
                 clientID: clientID,
-                outcome: outcome
+                outcome: outcome,
+                unregisteredClient: unregisteredClient ? true : nil
             )
         )
         if records.log.count > 5000 { records.log.removeFirst(records.log.count - 5000) }
@@ -180,6 +190,7 @@ actor EmulatorState {
         updateLink(appleID, team: teamID) { link in
             if first { link.hideEmail = hideEmail }
             link.consented = true
+            link.consentRevokedAt = nil
         }
         return first
     }
@@ -504,13 +515,23 @@ actor EmulatorState {
     }
 
     /// What a native app's `ASAuthorizationAppleIDCredential` holds.
-    func nativeSignIn(_ request: NativeSignInRequest) async throws -> NativeCredential {
-        guard let (team, _) = configuration.team(ofClient: request.clientId) else {
-            throw AppleOAuthError.invalidClient("unknown clientId")
+    ///
+    /// A `clientId` that no team registers still gets a credential, so that a developer can check that their server
+    /// refuses another app's token: signed with the emulator's current key and issuer like any other, `aud` the asked
+    /// client id, `sub` the Apple ID's with the first configured team. It is always a first authorization and records no
+    /// consent (the emulator does not know that app); its code cannot be exchanged (`/auth/token` knows no such client).
+    /// - Returns: the credential, and whether `clientId` is registered.
+    func nativeSignIn(
+        _ request: NativeSignInRequest
+    ) async throws -> (credential: NativeCredential, registered: Bool) {
+        let registered = configuration.team(ofClient: request.clientId)?.0
+        guard let team = registered ?? configuration.teams.first else {
+            throw AppleOAuthError.invalidClient("no team is configured")
         }
         guard request.email.contains("@") else { throw AppleOAuthError.invalidRequest("email must be an address") }
         let appleID = appleID(email: request.email, givenName: request.givenName, familyName: request.familyName)
-        let first = authorize(appleID, team: team.teamID, hideEmail: request.hideEmail ?? false)
+        let first =
+            registered == nil ? true : authorize(appleID, team: team.teamID, hideEmail: request.hideEmail ?? false)
         let code = issueCode(
             appleID: appleID,
             teamID: team.teamID,
@@ -529,7 +550,7 @@ actor EmulatorState {
         )
         let record = records.appleIDs[appleID]
         save()
-        return NativeCredential(
+        let credential = NativeCredential(
             identityToken: token,
             authorizationCode: code,
             user: link(appleID, team: team.teamID).sub,
@@ -537,12 +558,14 @@ actor EmulatorState {
             fullName: first ? .init(givenName: record?.givenName, familyName: record?.familyName) : nil,
             realUserStatus: 2
         )
+        return (credential, registered != nil)
     }
 
     // MARK: Notifications and consent
 
-    /// Signs a notification for `clientID` about `email`'s Apple ID; returns the URL and body to POST.
-    func notification(clientID: String, email: String, type: String) async throws -> (url: String?, body: [UInt8]) {
+    /// Signs a notification for `clientID` about `email`'s Apple ID and applies its effect; returns what to POST where,
+    /// kept (the last 100) for redelivery.
+    func notification(clientID: String, email: String, type: String) async throws -> SentNotificationRecord {
         guard let (team, client) = configuration.team(ofClient: clientID) else {
             throw AppleOAuthError.invalidClient("unknown clientId")
         }
@@ -559,7 +582,11 @@ actor EmulatorState {
             updateLink(appleID, team: team.teamID) { $0.emailForwarding = type == "email-enabled" }
         case "consent-revoked":
             revokeTokens(appleID: appleID, teamID: team.teamID)
-            updateLink(appleID, team: team.teamID) { $0.consented = false }
+            let revokedAt = now()
+            updateLink(appleID, team: team.teamID) { link in
+                link.consented = false
+                link.consentRevokedAt = revokedAt
+            }
         case "account-delete":
             revokeTokens(appleID: appleID, teamID: team.teamID)
             records.appleIDs[appleID] = nil
@@ -578,8 +605,54 @@ actor EmulatorState {
             events: String(decoding: try JSONEncoder().encode(event), as: UTF8.self)
         )
         let payload = try await signer.sign(claims, kid: JWKIdentifier(string: currentKid))
+        let sent = SentNotificationRecord(
+            id: Self.randomHex(8),
+            type: type,
+            clientID: clientID,
+            sub: link.sub,
+            sentAt: now(),
+            url: client.notificationURL,
+            body: try JSONEncoder().encode(["payload": payload])
+        )
+        records.sentNotifications.append(sent)
+        if records.sentNotifications.count > Self.keptNotifications {
+            records.sentNotifications.removeFirst(records.sentNotifications.count - Self.keptNotifications)
+        }
         save()
-        return (client.notificationURL, Array(try JSONEncoder().encode(["payload": payload])))
+        return sent
+    }
+
+    /// How many sent notifications are kept for redelivery.
+    static let keptNotifications = 100
+
+    /// The kept notifications, oldest first.
+    func sentNotifications() -> [SentNotificationRecord] { records.sentNotifications }
+
+    /// A kept notification, byte for byte as it was sent; `nil` when unknown or no longer kept.
+    func sentNotification(id: String) -> SentNotificationRecord? {
+        records.sentNotifications.first { $0.id == id }
+    }
+
+    // MARK: Console
+
+    /// Every Apple ID, by email.
+    func appleIDRecords() -> [AppleIDRecord] {
+        records.appleIDs.values.sorted { $0.email.lowercased() < $1.email.lowercased() }
+    }
+
+    /// The id of the key that signs new tokens.
+    func currentKeyID() -> String { currentKid }
+
+    /// Forgets an Apple ID without notifying anyone (an `account-delete` notification does both): its tokens die and
+    /// its next sign-in gets new `sub`s.
+    /// - Returns: whether there was such an Apple ID.
+    func deleteAppleID(email: String) -> Bool {
+        let appleID = email.lowercased()
+        guard let record = records.appleIDs[appleID] else { return false }
+        for teamID in record.teams.keys { revokeTokens(appleID: appleID, teamID: teamID) }
+        records.appleIDs[appleID] = nil
+        save()
+        return true
     }
 
     // MARK: Team transfer (TN3159)
