@@ -75,7 +75,7 @@ struct DemoCommand: AsyncParsableCommand {
         ])
         settings.host = "127.0.0.1"
         DescriptorLimit.apply(to: &settings.server.connections, logger: logger)
-        let store = try await StoreFactory.open(settings, logger: logger)
+        let store = try await StoreFactory.open(settings, logger: logger, checksDataKey: true)
         let running = Running(banner: Self.banner(port: port, emulatorPort: emulatorPort, database: database))
         let server = try await buildApplication(
             configuration: settings.server,

@@ -67,7 +67,7 @@ func withConfiguredStoreAndSchema<R>(
         Terminal.error("error: \(problem)")
         throw ExitCode(2)
     }
-    let opened = try await StoreFactory.open(settings, logger: logger)
+    let opened = try await StoreFactory.open(settings, logger: logger, checksDataKey: needsDataKey)
     do {
         let result = try await body(settings, opened.store, opened.foundSchemaVersion)
         await opened.close()

@@ -33,7 +33,7 @@ struct ServeCommand: AsyncParsableCommand {
         var settings = try await ServerSettings.loadOrExit(configFile: config)
         let logger = Logger.siwa(level: settings.logLevel, format: settings.logFormat)
         DescriptorLimit.apply(to: &settings.server.connections, logger: logger)
-        let store = try await StoreFactory.open(settings, logger: logger)
+        let store = try await StoreFactory.open(settings, logger: logger, checksDataKey: true)
         do {
             let app = try await buildApplication(
                 configuration: settings.server,

@@ -1,5 +1,6 @@
 import AccountStore
 import AccountStoreSQL
+import ArgumentParser
 import Logging
 
 /// Opens the store the settings name: PostgreSQL when `SIWA_DATABASE_URL` is set, else the SQLite file. Migrations run
@@ -13,7 +14,9 @@ enum StoreFactory {
         var foundSchemaVersion = SQLAccountStore.schemaVersion
     }
 
-    static func open(_ settings: ServerSettings, logger: Logger) async throws -> Opened {
+    /// - Parameter checksDataKey: the command seals or unseals: its data key must open what the database holds
+    ///   sealed, or it stops here naming the setting (``ServerSettings/checkDataKey(opens:)``).
+    static func open(_ settings: ServerSettings, logger: Logger, checksDataKey: Bool = false) async throws -> Opened {
         let store: SQLAccountStore
         do {
             if let url = settings.databaseURL {
@@ -28,6 +31,15 @@ enum StoreFactory {
                 "error: \(settings.databaseURL == nil ? "SIWA_DATABASE_PATH" : "SIWA_DATABASE_URL"): \(error.reason)"
             )
             throw error
+        }
+        if checksDataKey {
+            do {
+                try await settings.checkDataKey(opens: store)
+            } catch let problem as ServerSettings.Problem {
+                await store.shutdown()
+                Terminal.error("error: \(problem)")
+                throw ExitCode(2)
+            }
         }
         return Opened(
             store: store,

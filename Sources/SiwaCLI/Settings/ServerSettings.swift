@@ -34,6 +34,10 @@ struct ServerSettings {
     var dataKeyFile = "siwa-data.key"
     /// Whether ``dataKey`` was read (or created), rather than a random placeholder.
     var dataKeyFound = false
+    /// Whether ``dataKey`` was created just now, in ``dataKeyFile``.
+    var dataKeyCreated = false
+    /// Whether ``dataKey`` came from `SIWA_DATA_KEY` (or its `_FILE`) rather than ``dataKeyFile``.
+    var dataKeyFromVariable = false
     /// Whether the database location was set (`SIWA_DATABASE_URL` or `SIWA_DATABASE_PATH`) rather than defaulted.
     var databaseIsConfigured = false
 
@@ -265,8 +269,11 @@ struct ServerSettings {
         let keyFile = value("SIWA_DATA_KEY_FILE") ?? "siwa-data.key"
         settings.dataKeyFile = keyFile
         if createsDataKey || value("SIWA_DATA_KEY") != nil || FileManager.default.fileExists(atPath: keyFile) {
+            let existed = value("SIWA_DATA_KEY") != nil || FileManager.default.fileExists(atPath: keyFile)
             settings.dataKey = try loadDataKey(value("SIWA_DATA_KEY"), file: keyFile)
             settings.dataKeyFound = true
+            settings.dataKeyCreated = !existed
+            settings.dataKeyFromVariable = value("SIWA_DATA_KEY") != nil
         }
         return settings
     }
@@ -605,5 +612,28 @@ extension ServerSettings {
                 "there is no database at \(databasePath): point --database (or SIWA_DATABASE_PATH, SIWA_DATABASE_URL) "
                 + "at the one siwa serve uses, or create it with siwa migrate"
         )
+    }
+}
+
+extension ServerSettings {
+    /// Before anything is served: the data key opens what the database holds sealed (its access-token signing keys,
+    /// sealed with the same key as Apple's refresh tokens). A key file that was missing, and so was created just now,
+    /// or a key that is not the database's, stops start-up naming the setting; a key file created for nothing is
+    /// removed again, so that restoring the right one is not blocked by it.
+    func checkDataKey(opens store: any AccountStore) async throws {
+        guard let sealed = try await store.signingKeys().first?.sealedPrivateKey else { return }
+        do {
+            _ = try DataSealer(key: dataKey).open(sealed)
+        } catch {
+            if dataKeyCreated { try? FileManager.default.removeItem(atPath: dataKeyFile) }
+            let setting = dataKeyFromVariable ? "SIWA_DATA_KEY" : "SIWA_DATA_KEY_FILE"
+            let fix =
+                dataKeyCreated
+                ? "\(dataKeyFile) does not exist, and the database holds data sealed with a data key: restore that "
+                    + "key file from your backup (or set SIWA_DATA_KEY to the key); a new key cannot open the data"
+                : "the data key (\(dataKeyFromVariable ? "SIWA_DATA_KEY" : dataKeyFile)) does not open the data the "
+                    + "database holds sealed: it is not the key this database was set up with; restore that key"
+            throw Problem(variable: setting, fix: fix)
+        }
     }
 }
