@@ -35,11 +35,25 @@ public actor InMemoryAccountStore: AccountStore {
 
     public init() {}
 
+    /// Set by ``setUnavailable(_:)``: every operation throws ``StoreError/Code/unavailable``, as a database server
+    /// that restarts does (for tests of how the server answers meanwhile).
+    private var isUnavailable = false
+
+    /// Makes the store fail every operation with ``StoreError/Code/unavailable`` until called with `false`.
+    public func setUnavailable(_ unavailable: Bool) {
+        isUnavailable = unavailable
+    }
+
+    private func checkAvailable() throws(StoreError) {
+        if isUnavailable { throw StoreError(.unavailable, "the in-memory store is switched off") }
+    }
+
     public func signIn(
         _ facts: AppleSignInFacts,
         startingSession session: NewSession?,
         now: Date
     ) throws(StoreError) -> SignInOutcome {
+        try checkAvailable()
         // Checked first, so that a failing session leaves no account behind (one transaction, as in SQL).
         if let session, sessions[session.sessionID] != nil || tokens[session.refreshTokenHash] != nil {
             throw StoreError(.duplicate, "session or token exists")
@@ -292,6 +306,7 @@ public actor InMemoryAccountStore: AccountStore {
     }
 
     public func saveWebFlowState(_ state: WebFlowState) throws(StoreError) {
+        try checkAvailable()
         guard webStates[state.stateHash] == nil else { throw StoreError(.duplicate, "web state exists") }
         webStates[state.stateHash] = (state, nil)
     }
@@ -331,6 +346,7 @@ public actor InMemoryAccountStore: AccountStore {
     }
 
     public func saveAppleToken(_ token: AppleTokenRecord) throws(StoreError) {
+        try checkAvailable()
         guard users[token.userID] != nil else { throw StoreError(.notFound, "no user for the Apple token") }
         appleTokens[token.userID] = token
     }
@@ -338,6 +354,7 @@ public actor InMemoryAccountStore: AccountStore {
     public func appleToken(userID: UserID) -> AppleTokenRecord? { appleTokens[userID] }
 
     public func createSession(firstToken: RefreshTokenRecord, now: Date) throws(StoreError) {
+        try checkAvailable()
         guard users[firstToken.userID] != nil else { throw StoreError(.notFound, "no user for the session") }
         guard sessions[firstToken.sessionID] == nil, tokens[firstToken.hash] == nil else {
             throw StoreError(.duplicate, "session or token exists")
@@ -354,6 +371,7 @@ public actor InMemoryAccountStore: AccountStore {
     ) throws(StoreError)
         -> RotationOutcome
     {
+        try checkAvailable()
         guard let stored = tokens[presentedHash], let session = sessions[stored.record.sessionID] else {
             return .notFound
         }
@@ -413,6 +431,7 @@ public actor InMemoryAccountStore: AccountStore {
     }
 
     public func saveServerNonce(hash: [UInt8], expiresAt: Date) throws(StoreError) {
+        try checkAvailable()
         guard nonces[hash] == nil else { throw StoreError(.duplicate, "nonce exists") }
         nonces[hash] = expiresAt
     }
@@ -425,12 +444,13 @@ public actor InMemoryAccountStore: AccountStore {
     public func signingKeys() -> [SigningKeyRecord] { keys }
 
     public func addSigningKey(_ key: SigningKeyRecord) throws(StoreError) {
+        try checkAvailable()
         guard !keys.contains(where: { $0.kid == key.kid }) else { throw StoreError(.duplicate, "kid exists") }
         for index in keys.indices where keys[index].retiredAt == nil { keys[index].retiredAt = key.createdAt }
         keys.append(key)
     }
 
-    public func ping() {}
+    public func ping() throws(StoreError) { try checkAvailable() }
 
     // MARK: Team transfer
 
@@ -440,6 +460,7 @@ public actor InMemoryAccountStore: AccountStore {
         targetTeam: String,
         now: Date
     ) throws(StoreError) {
+        try checkAvailable()
         guard users[userID] != nil else { throw StoreError(.notFound, "set a transfer_sub: no such user") }
         guard !transfers.values.contains(where: { $0.transferSub == transferSub && $0.userID != userID }) else {
             throw StoreError(.duplicate, "another account has this transfer_sub")
@@ -482,6 +503,7 @@ public actor InMemoryAccountStore: AccountStore {
         isPrivateEmail: Bool?,
         now: Date
     ) throws(StoreError) -> UserRecord {
+        try checkAvailable()
         guard let user = users[userID] else { throw StoreError(.notFound, "reassign an Apple user: no such user") }
         if let other = userByApple[newAppleUserID], other != userID {
             throw StoreError(.duplicate, "another account has this Apple user id")

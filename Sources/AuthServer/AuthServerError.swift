@@ -1,3 +1,4 @@
+import AccountStore
 import AppleSignIn
 public import HTTPTypes
 public import Hummingbird
@@ -126,5 +127,26 @@ extension AuthServerError {
             }
         }
         return out
+    }
+}
+
+extension AuthServerError {
+    /// Seconds a client is told to wait when the database cannot be reached (a restart or a fail-over takes seconds).
+    static let databaseRetryAfter = "2"
+
+    /// The answer for an error no route turned into an ``AuthServerError``: the database unreachable (a restart, a
+    /// fail-over, a full pool) is 503 `database_unavailable` with `Retry-After`, so that clients retry instead of
+    /// signing the user out; anything else is 500 `internal_error`, its detail only in the log.
+    static func unexpected(_ error: any Error) -> AuthServerError {
+        if let error = error as? AuthServerError { return error }
+        if let error = error as? StoreError, error.code == .unavailable {
+            return AuthServerError(
+                .serviceUnavailable,
+                Code.databaseUnavailable,
+                "the database cannot be reached; try again in a moment",
+                headers: [.retryAfter: databaseRetryAfter]
+            )
+        }
+        return AuthServerError(.internalServerError, Code.internalError, "the request could not be completed")
     }
 }

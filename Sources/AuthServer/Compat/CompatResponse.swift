@@ -18,7 +18,7 @@ enum CompatResponse {
     }
 
     /// Runs a route and answers any error in the contract's envelope, made by `envelope` from the error's code and
-    /// message; an error that is not an ``AuthServerError`` is a 500 whose detail stays in the log.
+    /// message; any other error is ``AuthServerError/unexpected(_:)`` (503 while the database is unreachable, else 500).
     static func answering(
         envelope: (_ code: String, _ message: String) -> [String: Any],
         _ body: () async throws -> Response
@@ -29,14 +29,7 @@ enum CompatResponse {
         } catch let refused as AuthServerError {
             error = refused
         } catch {
-            return errorResponse(
-                AuthServerError(
-                    .internalServerError,
-                    AuthServerError.Code.internalError,
-                    "the request could not be completed"
-                ),
-                envelope: envelope
-            )
+            return errorResponse(AuthServerError.unexpected(error), envelope: envelope)
         }
         return errorResponse(error, envelope: envelope)
     }

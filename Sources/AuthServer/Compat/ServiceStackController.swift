@@ -372,8 +372,7 @@ struct ServiceStackController: Sendable {
         } catch let error as AuthServerError {
             return ServiceStackError(error).response
         } catch {
-            return ServiceStackError(.internalServerError, "InternalServerError", "the request could not be completed")
-                .response
+            return ServiceStackError(AuthServerError.unexpected(error)).response
         }
     }
 

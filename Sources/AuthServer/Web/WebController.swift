@@ -168,13 +168,15 @@ struct WebController: Sendable {
             logger.info("web sign-in refused", metadata: ["error": "\(error.code)"])
             response = WebErrorPage(error).response
         } catch {
+            let answer = AuthServerError.unexpected(error)
             logger.error("web sign-in failed", metadata: ["error": "\(error)"])
             response =
-                WebErrorPage(
+                answer.status == .internalServerError
+                ? WebErrorPage(
                     status: .internalServerError,
                     code: AuthServerError.Code.internalError,
                     reason: "Something went wrong on our side. Please try again."
-                ).response
+                ).response : WebErrorPage(answer).response
         }
         if let state = FormURLEncoding.decode(body)?["state"] {
             flowBinding.remove(state: state, from: request, on: &response)
