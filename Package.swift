@@ -284,6 +284,7 @@ let package = Package(
                 "AccountStoreSQL",
                 "AppleIDEmulator",
                 "AppleSignIn",
+                "SiwaCLI",
                 "SiwaTesting",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "CryptoExtras", package: "swift-crypto"),

@@ -30,7 +30,8 @@ public protocol AccountStore: Sendable {
     /// returning user.
     ///
     /// With `session`, the account's new session and its first refresh token are stored in the same transaction (the
-    /// sign-in is then one write, and a session never exists without its account).
+    /// sign-in is then one write, and a session never exists without its account). A disabled account
+    /// (``UserRecord/disabledAt``) is returned as it is and no session is started: the caller refuses the sign-in.
     func signIn(
         _ facts: AppleSignInFacts,
         startingSession session: NewSession?,
@@ -42,6 +43,10 @@ public protocol AccountStore: Sendable {
 
     /// The account of an Apple user.
     func user(appleUserID: AppleUserID) async throws(StoreError) -> UserRecord?
+
+    /// The accounts whose email is `email`, ignoring case (ASCII letters at least), oldest first. Several accounts
+    /// can share an email (different Apple IDs).
+    func users(email: String) async throws(StoreError) -> [UserRecord]
 
     /// Accounts ordered by creation, at most `limit`, after the one with id `after` (for paging).
     func users(limit: Int, after: UserID?) async throws(StoreError) -> [UserRecord]
@@ -69,6 +74,17 @@ public protocol AccountStore: Sendable {
     /// Apple sign-in. Returns the sessions ended.
     @discardableResult
     func endAppleConsent(userID: UserID, now: Date) async throws(StoreError) -> [SessionID]
+
+    /// Disables the account (an operator's `siwa users disable`): ``UserRecord/disabledAt`` is set (an earlier time
+    /// is kept) and every session ends, in one transaction; ``usersChanged(since:)`` and
+    /// ``revokedSessions(since:)`` report it to every instance. A disabled account signs in to no session until
+    /// ``enableUser(id:now:)``. Returns `nil` when there is no such account.
+    func disableUser(id: UserID, now: Date) async throws(StoreError) -> DisabledAccount?
+
+    /// Enables a disabled account again (its ended sessions stay ended; the user signs in anew). Returns the account,
+    /// or `nil` when there is no such account.
+    @discardableResult
+    func enableUser(id: UserID, now: Date) async throws(StoreError) -> UserRecord?
 
     // MARK: Apple refresh tokens
 

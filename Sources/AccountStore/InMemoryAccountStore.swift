@@ -59,7 +59,7 @@ public actor InMemoryAccountStore: AccountStore {
             throw StoreError(.duplicate, "session or token exists")
         }
         let outcome = try findOrCreate(facts, now: now)
-        if let session {
+        if let session, !outcome.user.isDisabled {
             try createSession(
                 firstToken: RefreshTokenRecord(
                     hash: session.refreshTokenHash,
@@ -126,6 +126,11 @@ public actor InMemoryAccountStore: AccountStore {
     public func user(id: UserID) -> UserRecord? { users[id] }
 
     public func user(appleUserID: AppleUserID) -> UserRecord? { userByApple[appleUserID].flatMap { users[$0] } }
+
+    public func users(email: String) -> [UserRecord] {
+        let email = email.lowercased()
+        return creationOrder.compactMap { users[$0] }.filter { $0.email?.lowercased() == email }
+    }
 
     public func users(limit: Int, after: UserID?) -> [UserRecord] {
         var start = 0
@@ -198,6 +203,25 @@ public actor InMemoryAccountStore: AccountStore {
         users[userID]?.appleConsentRevokedAt = now
         users[userID]?.updatedAt = now
         return ended
+    }
+
+    public func disableUser(id: UserID, now: Date) -> DisabledAccount? {
+        guard var user = users[id] else { return nil }
+        let ended = revokeSessions(userID: id, now: now)
+        user.disabledAt = user.disabledAt ?? now
+        user.updatedAt = now
+        users[id] = user
+        return DisabledAccount(user: user, endedSessions: ended)
+    }
+
+    public func enableUser(id: UserID, now: Date) -> UserRecord? {
+        guard var user = users[id] else { return nil }
+        if user.disabledAt != nil {
+            user.disabledAt = nil
+            user.updatedAt = now
+            users[id] = user
+        }
+        return user
     }
 
     public func appleTokensDue(validatedBefore: Date, limit: Int) -> [AppleTokenRecord] {

@@ -15,7 +15,7 @@ import Foundation
 enum PostgresStatements {
     /// The columns of ``SQLRecords/userColumns``, in that order.
     typealias UserRow = (
-        String, String, String, String?, Int64, Int64, Int64, String?, String?, Int64, Int64, Int64?
+        String, String, String, String?, Int64, Int64, Int64, String?, String?, Int64, Int64, Int64?, Int64?
     )
 
     static func user(_ row: UserRow) throws(StoreError) -> UserRecord {
@@ -31,15 +31,16 @@ enum PostgresStatements {
             familyName: row.8,
             createdAt: SQLValue.date(milliseconds: row.9),
             updatedAt: SQLValue.date(milliseconds: row.10),
-            appleConsentRevokedAt: row.11.map(SQLValue.date)
+            appleConsentRevokedAt: row.11.map(SQLValue.date),
+            disabledAt: row.12.map(SQLValue.date)
         )
     }
 
     /// A returning user's sign-in with its new session: the account's update (``SQLAccountUpdate``, `$1…$8`; when it
-    /// changes nothing, the account as it is) and the inserts of the session and its first refresh token. No row: no
-    /// account has this Apple user id.
+    /// changes nothing, the account as it is) and the inserts of the session and its first refresh token, which a
+    /// disabled account does not get. No row: no account has this Apple user id.
     struct SignInReturningUser: PostgresPreparedStatement {
-        static let name = "siwa_sign_in_returning_user_v2"
+        static let name = "siwa_sign_in_returning_user_v3"
         static let sql = """
             WITH u AS (
                 \(SQLAccountUpdate.sql { "$\($0.rawValue)" })
@@ -49,10 +50,10 @@ enum PostgresStatements {
                 UNION ALL
                 \(SQLAccountUpdate.existing { "$\($0.rawValue)" }) AND NOT EXISTS (SELECT 1 FROM u)
             ), s AS (
-                INSERT INTO sessions (id, user_id, created_at) SELECT $9, id, $7 FROM a
+                INSERT INTO sessions (id, user_id, created_at) SELECT $9, id, $7 FROM a WHERE disabled_at IS NULL
             ), t AS (
                 INSERT INTO refresh_tokens (hash, session_id, user_id, issued_at, expires_at)
-                SELECT $10, $9, id, $11, $12 FROM a
+                SELECT $10, $9, id, $11, $12 FROM a WHERE disabled_at IS NULL
             )
             SELECT \(SQLRecords.userColumns) FROM a
             """

@@ -124,7 +124,8 @@ extension SQLAccountStore {
 
         return try await write("sign in") { database in
             let outcome = try await findOrCreate(database)
-            if let sessionRow {
+            // A disabled account signs in to no session (the caller refuses it).
+            if let sessionRow, !outcome.user.isDisabled {
                 let userID = outcome.user.id.description
                 try await database.raw(
                     """
@@ -244,6 +245,19 @@ extension SQLAccountStore {
             try await database.raw(
                 "SELECT \(unsafeRaw: SQLRecords.userColumns) FROM users WHERE apple_user_id = \(bind: appleUserID)"
             ).first().map(SQLRecords.user)
+        }
+    }
+
+    /// Uses the `lower(email)` index; `lower` folds ASCII letters on SQLite, and more on PostgreSQL.
+    public func users(email: String) async throws(StoreError) -> [UserRecord] {
+        try await read("find users by email") { database in
+            try await database.raw(
+                """
+                SELECT \(unsafeRaw: SQLRecords.userColumns) FROM users
+                WHERE lower(email) = lower(\(bind: email))
+                ORDER BY created_at, id
+                """
+            ).all().map(SQLRecords.user)
         }
     }
 

@@ -75,6 +75,51 @@ extension SQLAccountStore {
         }
     }
 
+    // MARK: Disabling
+
+    public func disableUser(id: UserID, now: Date) async throws(StoreError) -> DisabledAccount? {
+        let userID = id.description
+        let now = try SQLValue.milliseconds(now)
+        return try await write("disable a user") { database in
+            let row = try await database.raw(
+                """
+                UPDATE users SET disabled_at = COALESCE(disabled_at, \(bind: now)), updated_at = \(bind: now)
+                WHERE id = \(bind: userID)
+                RETURNING \(unsafeRaw: SQLRecords.userColumns)
+                """
+            ).first()
+            guard let row else { return nil }
+            let ended = try await database.raw(
+                """
+                UPDATE sessions SET revoked_at = \(bind: now)
+                WHERE user_id = \(bind: userID) AND revoked_at IS NULL
+                RETURNING id
+                """
+            ).all().map { row in try row.decode(column: "id", as: String.self) }
+            return DisabledAccount(user: try SQLRecords.user(row), endedSessions: try Self.sessionIDs(ended))
+        }
+    }
+
+    @discardableResult
+    public func enableUser(id: UserID, now: Date) async throws(StoreError) -> UserRecord? {
+        let userID = id.description
+        let now = try SQLValue.milliseconds(now)
+        return try await write("enable a user") { database in
+            if let enabled = try await database.raw(
+                """
+                UPDATE users SET disabled_at = NULL, updated_at = \(bind: now)
+                WHERE id = \(bind: userID) AND disabled_at IS NOT NULL
+                RETURNING \(unsafeRaw: SQLRecords.userColumns)
+                """
+            ).first() {
+                return try SQLRecords.user(enabled)
+            }
+            return try await database.raw(
+                "SELECT \(unsafeRaw: SQLRecords.userColumns) FROM users WHERE id = \(bind: userID)"
+            ).first().map(SQLRecords.user)
+        }
+    }
+
     // MARK: Apple token validation
 
     public func appleTokensDue(validatedBefore: Date, limit: Int) async throws(StoreError) -> [AppleTokenRecord] {

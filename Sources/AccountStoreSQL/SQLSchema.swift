@@ -138,6 +138,11 @@ enum SQLSchema {
             """,
             "CREATE INDEX user_transfers_by_state ON user_transfers (transferred_at, user_id)",
         ],
+        // 4: operators find accounts by email and disable them.
+        [
+            "ALTER TABLE users ADD COLUMN disabled_at BIGINT",
+            "CREATE INDEX users_by_email ON users (lower(email))",
+        ],
     ]
 
     /// The schema version this build of siwa writes.

@@ -11,13 +11,14 @@ import SQLiteNIO
 ///
 /// A connection whose schema cache predates the tables (opened before a migration, here or in another process)
 /// cannot compile the triggers: SQLite reloads a stale schema for a statement's own tables, but not for those of the
-/// trigger it fires, and answers "no such table". ``isStaleSchema(_:)`` recognises that answer; the caller then takes
+/// trigger it fires, and answers "no such table" (or "no such column", for a column a later migration added). ``isStaleSchema(_:)`` recognises that answer; the caller then takes
 /// the general path (nothing was written), whose plain statements make SQLite reload the schema.
 enum SQLiteStatements {
     /// Whether `error` is a trigger compiled against a stale schema cache (see above).
     static func isStaleSchema(_ error: any Error) -> Bool {
         guard let error = error as? SQLiteError else { return false }
-        return error.reason == .error && error.message.hasPrefix("no such table")
+        return error.reason == .error
+            && (error.message.hasPrefix("no such table") || error.message.hasPrefix("no such column"))
     }
 
     /// Created on every connection when it opens (temporary objects belong to their connection).
@@ -29,16 +30,18 @@ enum SQLiteStatements {
         ) AS SELECT \(Array(repeating: "NULL", count: SQLAccountUpdate.Value.allCases.count + 4).joined(separator: ", "))
         WHERE 0
         """,
-        // A returning user: the account's update, then the session and its first refresh token. No account with this
-        // Apple user id: nothing changes.
+        // A returning user: the account's update, then the session and its first refresh token (not for a disabled
+        // account: the caller then finds no session and takes the general path). No account with this Apple user id:
+        // nothing changes.
         """
         CREATE TEMP TRIGGER IF NOT EXISTS returning_sign_in INSTEAD OF INSERT ON returning_sign_ins BEGIN
             \(SQLAccountUpdate.sql { "NEW.\($0.column)" });
             INSERT INTO sessions (id, user_id, created_at)
-            SELECT NEW.session_id, id, NEW.now FROM users WHERE apple_user_id = NEW.apple_user_id;
+            SELECT NEW.session_id, id, NEW.now FROM users
+            WHERE apple_user_id = NEW.apple_user_id AND disabled_at IS NULL;
             INSERT INTO refresh_tokens (hash, session_id, user_id, issued_at, expires_at)
             SELECT NEW.refresh_token_hash, NEW.session_id, id, NEW.issued_at, NEW.expires_at
-            FROM users WHERE apple_user_id = NEW.apple_user_id;
+            FROM users WHERE apple_user_id = NEW.apple_user_id AND disabled_at IS NULL;
         END
         """,
         """

@@ -56,6 +56,7 @@ public struct AuthServerError: Error, HTTPResponseError, CustomStringConvertible
         static let unsupportedMediaType = "unsupported_media_type"
         static let invalidJSON = "invalid_json"
         static let accountDeleted = "account_deleted"
+        static let accountDisabled = "account_disabled"
         static let appleError = "apple_error"
         static let appleUnavailable = "apple_unavailable"
         static let csrfCheckFailed = "csrf_check_failed"
@@ -84,6 +85,12 @@ public struct AuthServerError: Error, HTTPResponseError, CustomStringConvertible
     static let refreshTokenExpired = unauthorized(
         Code.refreshTokenExpired,
         "the refresh token has expired; sign in again"
+    )
+    /// 403: an operator disabled the account (`siwa users disable`); signing in again does not help.
+    static let accountDisabled = AuthServerError(
+        .forbidden,
+        Code.accountDisabled,
+        "this account has been disabled; contact the service's support"
     )
     static let appleConsentRevoked = unauthorized(
         Code.appleConsentRevoked,

@@ -172,22 +172,26 @@ struct KeysCommand: AsyncParsableCommand {
     }
 }
 
-/// `siwa users list|show|delete`: look at and delete accounts.
+/// `siwa users list|show|delete|disable|enable`: look at, delete, disable and enable accounts.
 struct UsersCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "users",
-        abstract: "List, show and delete accounts.",
+        abstract: "List, show, delete, disable and enable accounts.",
         discussion: """
+            An account is named by its siwa id, its Apple user id (sub) or its email (ignoring case; delete, disable \
+            and enable need the email to be unique).
+
             Example:
               siwa users list --limit 20
-              siwa users show 001234.abcdef0123456789abcdef0123456789.1234
+              siwa users show ann@example.com
+              siwa users disable 001234.abcdef0123456789abcdef0123456789.1234
             """,
-        subcommands: [List.self, Show.self, Delete.self]
+        subcommands: [List.self, Show.self, Delete.self, Disable.self, Enable.self]
     )
 
     struct List: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "List accounts, oldest first.",
+            abstract: "List accounts, oldest first, with their status (active or disabled).",
             discussion: "Example:\n  siwa users list --limit 20 --json"
         )
 
@@ -206,11 +210,14 @@ struct UsersCommand: AsyncParsableCommand {
             try await withConfiguredStore(self.store) { _, store in
                 let users = try await store.users(limit: limit, after: after.flatMap(UserID.init))
                 if json {
-                    print(try UsersCommand.json(users.map(UserResponse.init)))
+                    print(try UsersCommand.json(users.map(AccountOutput.init)))
                 } else {
                     for user in users {
                         let name = [user.givenName, user.familyName].compactMap { $0 }.joined(separator: " ")
-                        print("\(user.id)  \(user.email ?? "-")  \(name.isEmpty ? "-" : name)  \(user.createdAt)")
+                        let status = AccountOutput.status(of: user)
+                        print(
+                            "\(user.id)  \(user.email ?? "-")  \(name.isEmpty ? "-" : name)  \(status)  \(user.createdAt)"
+                        )
                     }
                 }
             }
@@ -219,11 +226,19 @@ struct UsersCommand: AsyncParsableCommand {
 
     struct Show: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Show one account, by siwa id or by Apple user id (sub).",
-            discussion: "Example:\n  siwa users show 001234.abcdef0123456789abcdef0123456789.1234"
+            abstract: "Show an account, by siwa id, Apple user id (sub) or email.",
+            discussion: """
+                Prints the account as one JSON object, with its status (active or disabled). An email matches every \
+                account with that email, ignoring case (several Apple IDs can share one): each is printed as one \
+                JSON object on its own line, oldest first.
+
+                Example:
+                  siwa users show 001234.abcdef0123456789abcdef0123456789.1234
+                  siwa users show ann@example.com
+                """
         )
 
-        @Argument(help: "A siwa user id or an Apple sub.")
+        @Argument(help: "A siwa user id, an Apple sub or an email.")
         var id: String
 
         @OptionGroup var store: StoreOptions
@@ -233,19 +248,51 @@ struct UsersCommand: AsyncParsableCommand {
 
         func run() async throws {
             try await withConfiguredStore(self.store) { _, store in
-                let user: UserRecord?
-                if let userID = UserID(id) {
-                    user = try await store.user(id: userID)
-                } else {
-                    user = try await store.user(appleUserID: AppleUserID(id))
-                }
-                guard let user else {
-                    Terminal.error("error: no account \(id)")
-                    throw ExitCode(1)
-                }
-                print(try UsersCommand.json(UserResponse(user)))
+                let users = try await UsersCommand.accounts(named: id, store: store)
+                guard !users.isEmpty else { throw UsersCommand.noAccount(id) }
+                for user in users { print(try UsersCommand.json(AccountOutput(user))) }
             }
         }
+    }
+
+    /// The accounts `id` names: the one with this siwa id or Apple sub, else (for an email) every account with it.
+    static func accounts(named id: String, store: any AccountStore) async throws -> [UserRecord] {
+        if let userID = UserID(id), let user = try await store.user(id: userID) { return [user] }
+        if let user = try await store.user(appleUserID: AppleUserID(id)) { return [user] }
+        guard id.contains("@") else { return [] }
+        return try await store.users(email: id)
+    }
+
+    /// The one account `id` names; when it names none or several (a shared email), says so and exits 1.
+    static func account(named id: String, store: any AccountStore) async throws -> UserRecord {
+        let users = try await accounts(named: id, store: store)
+        guard users.count == 1, let user = users.first else {
+            if users.isEmpty { throw noAccount(id) }
+            Terminal.error(
+                "error: \(users.count) accounts have the email \(id); name one by its siwa id: "
+                    + users.map(\.id.description).joined(separator: ", ")
+            )
+            throw ExitCode(1)
+        }
+        return user
+    }
+
+    /// Opens the store and runs `body` with the one account `id` names (see ``account(named:store:)``).
+    static func withAccount(
+        named id: String,
+        _ options: StoreOptions,
+        needsDataKey: Bool = false,
+        _ body: (ServerSettings, any AccountStore, UserRecord) async throws -> Void
+    ) async throws {
+        try await withConfiguredStore(options, needsDataKey: needsDataKey) { settings, store in
+            try await body(settings, store, try await account(named: id, store: store))
+        }
+    }
+
+    /// Says that `id` names no account; the command then exits with the answer (1).
+    static func noAccount(_ id: String) -> ExitCode {
+        Terminal.error("error: no account \(id)")
+        return ExitCode(1)
     }
 
     static func json(_ value: some Encodable) throws -> String {
@@ -253,6 +300,33 @@ struct UsersCommand: AsyncParsableCommand {
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         encoder.dateEncodingStrategy = .iso8601
         return String(decoding: try encoder.encode(value), as: UTF8.self)
+    }
+}
+
+/// An account as the operator commands print it: the API's `user` object with its status.
+struct AccountOutput: Encodable {
+    var user: UserResponse
+    /// `active` or `disabled`.
+    var status: String
+    var disabledAt: Date?
+
+    init(_ record: UserRecord) {
+        user = UserResponse(record)
+        status = Self.status(of: record)
+        disabledAt = record.disabledAt
+    }
+
+    static func status(of user: UserRecord) -> String { user.isDisabled ? "disabled" : "active" }
+
+    private enum CodingKeys: String, CodingKey {
+        case status, disabledAt
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        try user.encode(to: encoder)
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(status, forKey: .status)
+        try container.encodeIfPresent(disabledAt, forKey: .disabledAt)
     }
 }
 
@@ -266,13 +340,19 @@ extension UsersCommand {
                 sessions and revokes its Apple refresh token at Apple's /auth/revoke. When Apple cannot be reached \
                 the revocation stays queued and a running `siwa serve` retries it.
 
+                On a terminal it shows the account and asks before deleting; anything but y or yes deletes nothing \
+                (exit 1). Without a terminal (a script) it deletes only with --yes, and otherwise refuses (exit 2).
+
                 Example:
-                  siwa users delete 6F1C2E4A-0B7D-4E8F-9A1B-2C3D4E5F6A7B --json
+                  siwa users delete 6F1C2E4A-0B7D-4E8F-9A1B-2C3D4E5F6A7B --yes --json
                 """
         )
 
-        @Argument(help: "A siwa user id or an Apple sub.")
+        @Argument(help: "A siwa user id, an Apple sub or an email (of one account).")
         var id: String
+
+        @Flag(name: [.customShort("y"), .long], help: "Delete without asking (needed when not on a terminal).")
+        var yes = false
 
         @OptionGroup var store: StoreOptions
 
@@ -291,29 +371,44 @@ extension UsersCommand {
         }
 
         func run() async throws {
-            try await withConfiguredStore(self.store, needsDataKey: true) { settings, store in
+            let confirmation = Confirmation(yes: yes, standardInputIsTerminal: Terminal.standardInputIsTerminal)
+            guard confirmation != .refuse else {
+                Terminal.error(
+                    "error: standard input is not a terminal, so nobody can confirm: pass --yes to delete \(id)"
+                )
+                throw ExitCode(2)
+            }
+            try await UsersCommand.withAccount(named: id, self.store, needsDataKey: true) { settings, store, user in
+                if confirmation == .ask {
+                    let name = [user.givenName, user.familyName].compactMap { $0 }.joined(separator: " ")
+                    Terminal.error(
+                        "account \(user.id)\n  email: \(user.email ?? "-")\n  name:  \(name.isEmpty ? "-" : name)"
+                    )
+                    Terminal.prompt("Delete this account? [y/N] ")
+                    guard Confirmation.accepts(readLine()) else {
+                        Terminal.error("not deleted")
+                        throw ExitCode(1)
+                    }
+                }
                 var logger = Logger(label: "siwa")
                 logger.logLevel = .error
                 let output = try await Self.delete(
-                    id,
+                    user.id,
                     json: json,
                     settings: settings,
                     store: store,
                     transport: AsyncHTTPClientTransport(),
                     logger: logger
                 )
-                guard let output else {
-                    Terminal.error("error: no account \(id)")
-                    throw ExitCode(1)
-                }
+                guard let output else { throw UsersCommand.noAccount(id) }
                 print(output)
             }
         }
 
-        /// Deletes the account `id` (siwa id or Apple sub) and tries the revocation at once; returns what to print,
-        /// or `nil` for an unknown account.
+        /// Deletes the account and tries the revocation at once; returns what to print, or `nil` for an unknown
+        /// account.
         static func delete(
-            _ id: String,
+            _ userID: UserID,
             json: Bool,
             settings: ServerSettings,
             store: any AccountStore,
@@ -321,13 +416,6 @@ extension UsersCommand {
             clock: any WallClock = SystemWallClock(),
             logger: Logger
         ) async throws -> String? {
-            let userID: UserID?
-            if let parsed = UserID(id), try await store.user(id: parsed) != nil {
-                userID = parsed
-            } else {
-                userID = try await store.user(appleUserID: AppleUserID(id))?.id
-            }
-            guard let userID else { return nil }
             let apple = settings.makeAppleClient(transport: transport, clock: clock, logger: logger)
             let service = AccountDeletionService(
                 configuration: settings.server.lifecycle,

@@ -31,6 +31,15 @@ struct Terminal {
         line.withUTF8 { _ = write(STDERR_FILENO, $0.baseAddress, $0.count) }
     }
 
+    /// Writes a question to standard error without ending the line, for the answer typed after it.
+    static func prompt(_ text: String) {
+        var text = text
+        text.withUTF8 { _ = write(STDERR_FILENO, $0.baseAddress, $0.count) }
+    }
+
+    /// Whether standard input is a terminal (someone can answer a prompt).
+    static var standardInputIsTerminal: Bool { isatty(STDIN_FILENO) == 1 }
+
     /// Reports a failure: `{"error": code, "message": reason}` on standard output with `--json`, else a line on
     /// standard error.
     static func report(_ error: AppleSignInError, json: Bool) {

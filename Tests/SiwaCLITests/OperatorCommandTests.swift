@@ -101,4 +101,95 @@ struct OperatorCommandTests {
         #expect(missing.status == 1)
         #expect(missing.stderr.contains("no account nobody"))
     }
+
+    /// An email finds every account with it, ignoring case: one JSON object per line, oldest first.
+    @Test func usersShowFindsEveryAccountWithAnEmail() async throws {
+        let first = try await signIn("001111.one.2222", email: "Twin@example.com")
+        let second = try await signIn("001111.two.2222", email: "twin@example.com")
+        _ = try await signIn("001111.three.2222", email: "other@example.com")
+
+        let both = try await SiwaProcess.run(["users", "show", "TWIN@example.com"], environment: environment)
+        #expect(both.status == 0, "\(both.stderr)")
+        let lines = both.stdout.split(separator: "\n").map(String.init)
+        #expect(lines.count == 2, "\(both.stdout)")
+        let objects = try lines.map { line in
+            try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+        }
+        #expect(objects.map { $0["id"] as? String } == [first.id.description, second.id.description])
+        #expect(objects.allSatisfy { $0["status"] as? String == "active" })
+
+        let one = try await SiwaProcess.run(["users", "show", "other@example.com"], environment: environment)
+        #expect(one.stdout.contains("001111.three.2222") == false, "the sub is not printed")
+        #expect(one.stdout.split(separator: "\n").count == 1)
+        let none = try await SiwaProcess.run(["users", "show", "nobody@example.com"], environment: environment)
+        #expect(none.status == 1)
+        #expect(none.stderr.contains("no account nobody@example.com"))
+    }
+
+    /// Disable ends the sessions and marks the account (list and show say so); enable lets it sign in again.
+    @Test func usersDisableAndEnable() async throws {
+        let user = try await signIn("001111.dis.2222", email: "dis@example.com")
+        let session = SessionID()
+        try await withStore { store in
+            try await store.createSession(
+                firstToken: RefreshTokenRecord(
+                    hash: Array(repeating: 7, count: 32),
+                    sessionID: session,
+                    userID: user.id,
+                    issuedAt: Date(),
+                    expiresAt: Date().addingTimeInterval(3_600)
+                ),
+                now: Date()
+            )
+        }
+
+        let disabled = try await SiwaProcess.run(["users", "disable", "DIS@example.com"], environment: environment)
+        #expect(disabled.status == 0, "\(disabled.stderr)")
+        #expect(disabled.stdout.contains("account \(user.id) disabled, 1 session(s) ended"), "\(disabled.stdout)")
+        let (stored, revoked) = try await withStore { store in
+            (try await store.user(id: user.id), try await store.revokedSessions(since: .distantPast))
+        }
+        #expect(stored?.isDisabled == true)
+        #expect(revoked.map(\.sessionID) == [session])
+        let list = try await SiwaProcess.run(["users", "list"], environment: environment)
+        #expect(list.stdout.contains("  disabled  "), "\(list.stdout)")
+        let shown = try await SiwaProcess.run(["users", "show", user.id.description], environment: environment)
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(shown.stdout.utf8)) as? [String: Any])
+        #expect(object["status"] as? String == "disabled")
+        #expect(object["disabledAt"] is String)
+        #expect(object["email"] as? String == "dis@example.com")
+
+        let enabled = try await SiwaProcess.run(
+            ["users", "enable", "001111.dis.2222", "--json"],
+            environment: environment
+        )
+        #expect(enabled.status == 0, "\(enabled.stderr)")
+        let answer = try #require(try JSONSerialization.jsonObject(with: Data(enabled.stdout.utf8)) as? [String: Any])
+        #expect(answer["status"] as? String == "active")
+        #expect(try await withStore { try await $0.user(id: user.id)?.isDisabled } == false)
+        let listJSON = try await SiwaProcess.run(["users", "list", "--json"], environment: environment)
+        let users = try #require(
+            try JSONSerialization.jsonObject(with: Data(listJSON.stdout.utf8)) as? [[String: Any]]
+        )
+        #expect(users.first?["status"] as? String == "active")
+
+        let missing = try await SiwaProcess.run(["users", "disable", "nobody"], environment: environment)
+        #expect(missing.status == 1)
+        #expect(missing.stderr.contains("no account nobody"))
+    }
+
+    // MARK: Helpers
+
+    private func withStore<R>(_ body: (SQLAccountStore) async throws -> R) async throws -> R {
+        try await withSQLiteStore(at: environment["SIWA_DATABASE_PATH"]!, body)
+    }
+
+    private func signIn(_ sub: String, email: String) async throws -> UserRecord {
+        try await withStore { store in
+            try await store.signIn(
+                AppleSignInFacts(appleUserID: AppleUserID(sub), clientID: "com.example.app", email: email),
+                now: Date()
+            ).user
+        }
+    }
 }

@@ -114,17 +114,7 @@ struct TransferCommandTests {
     // MARK: Helpers
 
     private func withStore<R>(_ body: (SQLAccountStore) async throws -> R) async throws -> R {
-        var logger = Logger(label: "test")
-        logger.logLevel = .warning
-        let store = try await SQLAccountStore.sqlite(path: environment["SIWA_DATABASE_PATH"]!, logger: logger)
-        do {
-            let result = try await body(store)
-            await store.shutdown()
-            return result
-        } catch {
-            await store.shutdown()
-            throw error
-        }
+        try await withSQLiteStore(at: environment["SIWA_DATABASE_PATH"]!, body)
     }
 
     /// Signs `email` in at the emulator's device and returns the demo team's `sub`.

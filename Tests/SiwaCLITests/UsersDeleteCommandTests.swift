@@ -33,7 +33,7 @@ struct UsersDeleteCommandTests {
 
     @Test func anUnknownAccountExitsNonZero() async throws {
         #expect(try await SiwaProcess.run(["migrate"], environment: environment).status == 0)
-        let result = try await SiwaProcess.run(["users", "delete", "nobody"], environment: environment)
+        let result = try await SiwaProcess.run(["users", "delete", "nobody", "--yes"], environment: environment)
         #expect(result.status == 1)
         #expect(result.stderr.contains("no account nobody"))
     }
@@ -41,7 +41,7 @@ struct UsersDeleteCommandTests {
     @Test func anAccountWithoutAppleTokenIsDeleted() async throws {
         let userID = try await createUser(sub: "001111.nottoken.2222", appleToken: nil)
         let result = try await SiwaProcess.run(
-            ["users", "delete", userID.description, "--json"],
+            ["users", "delete", userID.description, "--json", "--yes"],
             environment: environment
         )
         #expect(result.status == 0, "\(result.stderr)")
@@ -49,8 +49,47 @@ struct UsersDeleteCommandTests {
         #expect(output["id"] as? String == userID.description)
         #expect(output["appleRevocation"] as? String == "no_apple_token")
         #expect(output["mode"] as? String == "delete")
-        let again = try await SiwaProcess.run(["users", "delete", userID.description], environment: environment)
+        let again = try await SiwaProcess.run(["users", "delete", userID.description, "-y"], environment: environment)
         #expect(again.status == 1)
+    }
+
+    /// A script (standard input not a terminal) must say `--yes`: without it nothing is deleted, whatever it pipes in.
+    @Test func withoutYesAndWithoutATerminalItRefusesAndDeletesNothing() async throws {
+        let userID = try await createUser(sub: "001111.kept.2222", appleToken: nil)
+        for stdin in [nil, "y\n"] {
+            let result = try await SiwaProcess.run(
+                ["users", "delete", userID.description],
+                stdin: stdin,
+                environment: environment
+            )
+            #expect(result.status == 2)
+            #expect(result.stderr.contains("pass --yes"), "\(result.stderr)")
+        }
+        #expect(try await withStore { try await $0.user(id: userID) } != nil, "the account is still there")
+    }
+
+    /// An email names the account when exactly one has it; two accounts sharing it are refused by name.
+    @Test func anEmailNamesTheAccountOnlyWhenUnique() async throws {
+        let first = try await createUser(sub: "001111.first.2222", appleToken: nil, email: "Shared@example.com")
+        let second = try await createUser(sub: "001111.second.2222", appleToken: nil, email: "shared@example.com")
+        let ambiguous = try await SiwaProcess.run(
+            ["users", "delete", "shared@example.com", "--yes"],
+            environment: environment
+        )
+        #expect(ambiguous.status == 1)
+        #expect(ambiguous.stderr.contains("2 accounts have the email"), "\(ambiguous.stderr)")
+        #expect(ambiguous.stderr.contains(first.description) && ambiguous.stderr.contains(second.description))
+
+        #expect(
+            try await SiwaProcess.run(["users", "delete", second.description, "--yes"], environment: environment)
+                .status == 0
+        )
+        let unique = try await SiwaProcess.run(
+            ["users", "delete", "SHARED@example.com", "--yes"],
+            environment: environment
+        )
+        #expect(unique.status == 0, "\(unique.stderr)")
+        #expect(unique.stdout.contains("account \(first) deleted"))
     }
 
     @Test func theAppleTokenIsRevokedAtAppleOrQueued() async throws {
@@ -63,7 +102,7 @@ struct UsersDeleteCommandTests {
         apple["SIWA_PRIVATE_KEY_FILE"] = directory.appendingPathComponent("siwa-emulator/AuthKey_DEMOKEY001.p8").path
 
         let revoked = try await createUser(sub: "001111.revoked.2222", appleToken: "r.apple-refresh-token")
-        let result = try await SiwaProcess.run(["users", "delete", "001111.revoked.2222"], environment: apple)
+        let result = try await SiwaProcess.run(["users", "delete", "001111.revoked.2222", "--yes"], environment: apple)
         #expect(result.status == 0, "\(result.stderr)")
         #expect(result.stdout.contains("account \(revoked) deleted"))
         #expect(result.stdout.contains("Apple token revoked at Apple"))
@@ -73,7 +112,10 @@ struct UsersDeleteCommandTests {
         // Apple failing: the account still goes, the revocation stays queued for the server to retry.
         try await control(port: port, "/emulator/faults", ["endpoint": "revoke", "mode": "error"])
         let queued = try await createUser(sub: "001111.queued.2222", appleToken: "r.another-token")
-        let failing = try await SiwaProcess.run(["users", "delete", queued.description, "--json"], environment: apple)
+        let failing = try await SiwaProcess.run(
+            ["users", "delete", queued.description, "--json", "--yes"],
+            environment: apple
+        )
         #expect(failing.status == 0, "\(failing.stderr)")
         let output = try #require(try JSONSerialization.jsonObject(with: Data(failing.stdout.utf8)) as? [String: Any])
         #expect(output["appleRevocation"] as? String == "queued")
@@ -86,27 +128,17 @@ struct UsersDeleteCommandTests {
     // MARK: Helpers
 
     private func withStore<R>(_ body: (SQLAccountStore) async throws -> R) async throws -> R {
-        var logger = Logger(label: "test")
-        logger.logLevel = .warning
-        let store = try await SQLAccountStore.sqlite(path: environment["SIWA_DATABASE_PATH"]!, logger: logger)
-        do {
-            let result = try await body(store)
-            await store.shutdown()
-            return result
-        } catch {
-            await store.shutdown()
-            throw error
-        }
+        try await withSQLiteStore(at: environment["SIWA_DATABASE_PATH"]!, body)
     }
 
     /// An account, with an Apple refresh token sealed like the server seals it (AES-GCM under the data key).
-    private func createUser(sub: String, appleToken: String?) async throws -> UserID {
+    private func createUser(sub: String, appleToken: String?, email: String? = nil) async throws -> UserID {
         try await withStore { store in
             let user = try await store.signIn(
                 AppleSignInFacts(
                     appleUserID: AppleUserID(sub),
                     clientID: "com.example.siwa.demo",
-                    email: "\(sub)@x.example"
+                    email: email ?? "\(sub)@x.example"
                 ),
                 now: Date()
             ).user

@@ -75,6 +75,19 @@ public struct DeletedAccount: Sendable, Hashable {
     }
 }
 
+/// The result of ``AccountStore/disableUser(id:now:)``.
+public struct DisabledAccount: Sendable, Hashable {
+    /// The account, disabled.
+    public var user: UserRecord
+    /// Sessions that were active and ended with the disabling.
+    public var endedSessions: [SessionID]
+
+    public init(user: UserRecord, endedSessions: [SessionID]) {
+        self.user = user
+        self.endedSessions = endedSessions
+    }
+}
+
 /// What a verified Apple server-to-server notification does to the account it names.
 public enum AppleNotificationAction: Sendable, Hashable {
     /// `consent-revoked`: every session ends, the Apple token is dropped and the link is marked revoked.

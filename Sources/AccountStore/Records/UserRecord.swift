@@ -25,6 +25,11 @@ public struct UserRecord: Sendable, Hashable {
     public var updatedAt: Date
     /// Set when Apple ended the user's consent (notification or failed validation); cleared by the next sign-in.
     public var appleConsentRevokedAt: Date?
+    /// Set when an operator disabled the account (`siwa users disable`): it cannot sign in or refresh until enabled.
+    public var disabledAt: Date?
+
+    /// Whether an operator disabled the account.
+    public var isDisabled: Bool { disabledAt != nil }
 
     public init(
         id: UserID,
@@ -38,7 +43,8 @@ public struct UserRecord: Sendable, Hashable {
         familyName: String?,
         createdAt: Date,
         updatedAt: Date,
-        appleConsentRevokedAt: Date? = nil
+        appleConsentRevokedAt: Date? = nil,
+        disabledAt: Date? = nil
     ) {
         self.id = id
         self.appleUserID = appleUserID
@@ -52,6 +58,7 @@ public struct UserRecord: Sendable, Hashable {
         self.createdAt = createdAt
         self.updatedAt = updatedAt
         self.appleConsentRevokedAt = appleConsentRevokedAt
+        self.disabledAt = disabledAt
     }
 }
 

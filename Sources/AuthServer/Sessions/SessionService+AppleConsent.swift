@@ -40,9 +40,11 @@ extension SessionService {
 
     /// For a refresh token whose session has ended: the `apple_consent_revoked` error when Apple ended the user's
     /// consent (an error path, so the store read does not slow down refreshes).
+    /// The same read answers `account_disabled` (403) for an account an operator disabled, which ended its sessions.
     func appleConsentEndedError(userID: UserID) async throws -> AuthServerError? {
-        guard let user = try await store.user(id: userID), user.appleConsentRevokedAt != nil else { return nil }
-        return Self.appleConsentRevoked
+        guard let user = try await store.user(id: userID) else { return nil }
+        if user.isDisabled { return AuthServerError.accountDisabled }
+        return user.appleConsentRevokedAt == nil ? nil : Self.appleConsentRevoked
     }
 
     static var appleConsentRevoked: AuthServerError { AuthServerError.appleConsentRevoked }

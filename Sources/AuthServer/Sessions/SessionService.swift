@@ -104,7 +104,8 @@ public final class SessionService: Sendable {
     /// working. Presenting a rotated token again revokes its whole session, unless within
     /// ``AuthServerConfiguration/refreshReuseGrace`` of its rotation (then a sibling token of the same session).
     /// - Throws: ``AuthServerError`` 401 naming why (`refresh_token_reused`, `refresh_token_revoked`,
-    ///   `refresh_token_expired`, `invalid_refresh_token`, `apple_consent_revoked`), 503 `apple_unavailable`.
+    ///   `refresh_token_expired`, `invalid_refresh_token`, `apple_consent_revoked`), 403 `account_disabled`, 503
+    ///   `apple_unavailable`.
     func rotate(refreshToken: String, contract: SessionContract = .canonical, logger: Logger) async throws -> Tokens {
         try await requireWellFormed(refreshToken, contract: contract)
         let presentedHash = RefreshTokens.hash(refreshToken)
@@ -166,8 +167,8 @@ public final class SessionService: Sendable {
         )
     }
 
-    /// The session of a current refresh token of `contract`, or a 401 naming why not. Changes nothing, except that a
-    /// rotated token revokes its session (reuse).
+    /// The session of a current refresh token of `contract`, or a 401 naming why not (403 `account_disabled` for a
+    /// disabled account). Changes nothing, except that a rotated token revokes its session (reuse).
     func session(
         ofRefreshToken refreshToken: String,
         contract: SessionContract
@@ -180,7 +181,8 @@ public final class SessionService: Sendable {
         case .used(let sessionID, let userID):
             // The store's check changes nothing; reuse ends the session here, as a rotation would have.
             throw try await reuseDetected(sessionID: sessionID, userID: userID, logger: logger)
-        case .revoked:
+        case .revoked(_, let userID):
+            if try await store.user(id: userID)?.isDisabled == true { throw AuthServerError.accountDisabled }
             throw AuthServerError.refreshTokenRevoked
         case .expired:
             throw AuthServerError.refreshTokenExpired

@@ -57,7 +57,7 @@ struct SignInService: Sendable {
     }
 
     /// Verifies the identity token (and nonce), exchanges the code when given, finds or creates the account and
-    /// starts a session.
+    /// starts a session. A disabled account is refused with 403 `account_disabled` (and its code is not exchanged).
     ///
     /// The web flow passes `flow: .web` and the Services ID as `requiredAudience`; its nonce comes from the flow's
     /// server-side state, so the server-nonce requirement of native sign-ins does not apply to it.
@@ -116,6 +116,12 @@ struct SignInService: Sendable {
                 AuthServerError.Code.emailInUse,
                 "this email belongs to an account of another Apple ID; sign in with that Apple ID"
             )
+        }
+        // A disabled account's sign-in started no session (the store's rule): refused.
+        guard !outcome.user.isDisabled else {
+            sessions.signedIn(outcome.user)
+            logger.info("sign-in refused: the account is disabled", metadata: ["user": "\(outcome.user.id)"])
+            throw AuthServerError.accountDisabled
         }
         let access = try sessions.issueAccessToken(userID: outcome.user.id, sessionID: session.record.sessionID)
         if let authorizationCode, !authorizationCode.isEmpty, let apple {

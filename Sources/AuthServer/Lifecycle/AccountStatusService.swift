@@ -1,0 +1,41 @@
+public import AccountStore
+public import AppleSignIn
+public import Logging
+
+/// Disables and enables accounts (`siwa users disable` / `siwa users enable`).
+///
+/// Disabling marks the account and ends every session in one store transaction; running servers learn of it at their
+/// next store refresh (every few seconds): the revocation list then refuses the sessions' access tokens and the user
+/// cache drops the account. Sign-ins and refreshes of a disabled account answer 403 `account_disabled`.
+public struct AccountStatusService: Sendable {
+    let store: any AccountStore
+    let clock: any WallClock
+    let logger: Logger
+
+    /// - Parameters:
+    ///   - store: the accounts.
+    ///   - clock: wall clock.
+    ///   - logger: events.
+    public init(store: any AccountStore, clock: any WallClock, logger: Logger) {
+        self.store = store
+        self.clock = clock
+        self.logger = logger
+    }
+
+    /// Disables the account and ends its sessions; `nil` when there is no such account.
+    public func disable(_ userID: UserID) async throws -> DisabledAccount? {
+        guard let disabled = try await store.disableUser(id: userID, now: clock.now) else { return nil }
+        logger.info(
+            "account disabled",
+            metadata: ["user": "\(userID)", "sessions": "\(disabled.endedSessions.count)"]
+        )
+        return disabled
+    }
+
+    /// Enables the account again; `nil` when there is no such account.
+    public func enable(_ userID: UserID) async throws -> UserRecord? {
+        guard let enabled = try await store.enableUser(id: userID, now: clock.now) else { return nil }
+        logger.info("account enabled", metadata: ["user": "\(userID)"])
+        return enabled
+    }
+}
