@@ -21,7 +21,10 @@ final class RawSocketConnection: @unchecked Sendable {
     /// loopback interface, so `127.0.0.2` is another client to the server).
     init(port: Int, from source: String = "127.0.0.1") throws {
         descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard descriptor >= 0 else { throw RawSocketError("socket() failed: errno \(errno)") }
+        guard descriptor >= 0 else {
+            closed = true
+            throw RawSocketError("socket() failed: errno \(errno)")
+        }
         var local = sockaddr_in()
         local.sin_family = sa_family_t(AF_INET)
         local.sin_addr.s_addr = inet_addr(source)
@@ -32,7 +35,9 @@ final class RawSocketConnection: @unchecked Sendable {
         }
         guard bound == 0 else {
             let error = errno
-            systemClose(descriptor)
+            // close(), not the bare system call: the deinitializer still runs after a class's initializer throws,
+            // and a second close() of the number could close a descriptor someone else (NIO) was given meanwhile.
+            close()
             throw RawSocketError("bind() to \(source) failed: errno \(error)")
         }
         var address = sockaddr_in()
@@ -46,7 +51,9 @@ final class RawSocketConnection: @unchecked Sendable {
         }
         guard connected == 0 else {
             let error = errno
-            systemClose(descriptor)
+            // close(), not the bare system call: the deinitializer still runs after a class's initializer throws,
+            // and a second close() of the number could close a descriptor someone else (NIO) was given meanwhile.
+            close()
             throw RawSocketError("connect() to port \(port) failed: errno \(error)")
         }
     }
