@@ -37,4 +37,15 @@ final class IdentityTokenReplayGuard: Sendable {
             return true
         }
     }
+
+    /// Gives back what ``admit(_:expiresAt:now:)`` counted for a sign-in that opened no session (the store could not
+    /// be reached), so that a client that retries after a 503 is not refused as a replay.
+    func release(_ token: String) {
+        guard limit > 0 else { return }
+        let key = Array(SHA256.hash(data: Array(token.utf8)))
+        state.withLock { table in
+            guard let entry = table[key] else { return }
+            table[key] = entry.count > 1 ? (entry.count - 1, entry.expiresAt) : nil
+        }
+    }
 }

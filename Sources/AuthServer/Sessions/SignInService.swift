@@ -109,6 +109,8 @@ struct SignInService: Sendable {
                 now: session.record.issuedAt
             )
         } catch {
+            // No session was opened: the token's count is given back (a retry after a 503 is no replay).
+            replays.release(identityToken)
             // Linking by email found an account whose own Apple ID still signs in: refused, never taken over.
             guard error.code == .duplicate, configuration.linkAccountsByEmail else { throw error }
             throw AuthServerError(
