@@ -152,10 +152,7 @@ struct ClientSecretCommand: AsyncParsableCommand {
         if let keyName, keyName.hasPrefix("AuthKey_"), keyName.hasSuffix(".p8") {
             let named = keyName.dropFirst("AuthKey_".count).dropLast(".p8".count)
             // Only a name of Apple's shape names a key id (a file renamed AuthKey_production.p8 names none).
-            let isKeyIDShaped =
-                named.utf8.count == 10
-                && named.utf8.allSatisfy { (0x41...0x5A).contains($0) || (0x30...0x39).contains($0) }
-            if isKeyIDShaped, named != keyID.rawValue {
+            if let named = try? KeyID(String(named)), named != keyID {
                 throw AppleSignInError.invalidConfiguration(
                     "--key-id",
                     "the key file is \(keyName) but the key id is \(keyID); Apple refuses a secret whose kid is not "

@@ -125,24 +125,6 @@ struct DoctorCommand: AsyncParsableCommand {
         }
     }
 
-    /// `KEY=VALUE` lines; `#` comments, blank lines and `export ` prefixes allowed; quotes around values removed.
-    static func parseEnvFile(_ text: String) -> [String: String] {
-        var values: [String: String] = [:]
-        for rawLine in text.split(whereSeparator: \.isNewline) {
-            var line = rawLine.trimmingCharacters(in: .whitespaces)
-            if line.isEmpty || line.hasPrefix("#") { continue }
-            if line.hasPrefix("export ") { line.removeFirst("export ".count) }
-            guard let equals = line.firstIndex(of: "=") else { continue }
-            let key = line[..<equals].trimmingCharacters(in: .whitespaces)
-            var value = line[line.index(after: equals)...].trimmingCharacters(in: .whitespaces)
-            if value.count >= 2, let first = value.first, first == "\"" || first == "'", value.last == first {
-                value = String(value.dropFirst().dropLast())
-            }
-            values[key] = value
-        }
-        return values
-    }
-
     /// Every check, independently, so that one run lists every problem.
     static func check(_ environment: [String: String]) -> [Finding] {
         func value(_ name: String) -> String? {

@@ -18,20 +18,20 @@ public final class ServerTLS: Sendable {
 
     /// When the files were last changed, and their sizes: what tells a reload that there is something new.
     struct FileStamp: Equatable {
-        var certificate: (Date, Int)?
-        var key: (Date, Int)?
-
-        static func == (lhs: FileStamp, rhs: FileStamp) -> Bool {
-            lhs.certificate?.0 == rhs.certificate?.0 && lhs.certificate?.1 == rhs.certificate?.1
-                && lhs.key?.0 == rhs.key?.0 && lhs.key?.1 == rhs.key?.1
+        /// A file's modification time and size; `nil` while it cannot be read.
+        struct Stamp: Equatable {
+            var modified: Date
+            var size: Int
         }
+        var certificate: Stamp?
+        var key: Stamp?
 
         init(certificateFile: String, keyFile: String) {
-            func stamp(_ path: String) -> (Date, Int)? {
+            func stamp(_ path: String) -> Stamp? {
                 guard let attributes = try? FileManager.default.attributesOfItem(atPath: path),
                     let date = attributes[.modificationDate] as? Date, let size = attributes[.size] as? Int
                 else { return nil }
-                return (date, size)
+                return Stamp(modified: date, size: size)
             }
             certificate = stamp(certificateFile)
             key = stamp(keyFile)

@@ -39,7 +39,7 @@ struct SettingsSource: Sendable {
             guard let text = try? String(contentsOfFile: dotEnvFile, encoding: .utf8) else {
                 throw ServerSettings.Problem(variable: dotEnvFile, fix: "cannot read \(dotEnvFile)")
             }
-            dotEnv = DoctorCommand.parseEnvFile(text)
+            dotEnv = Self.parseEnvFile(text)
         }
         // `<variable>_FILE`, from the environment or the .env file: the file's content is the value, a secret.
         var secretValues: [AbsoluteConfigKey: ConfigValue] = [:]
@@ -125,11 +125,29 @@ struct SettingsSource: Sendable {
             return (provider, [])
         }
         let text = try String(contentsOfFile: path, encoding: .utf8)
-        let variables = DoctorCommand.parseEnvFile(text)
+        let variables = Self.parseEnvFile(text)
         let keys = variables.keys.map { variable in
             SettingsCatalog.byVariable[variable]?.key ?? variable
         }
         return (environmentProvider(variables), keys)
+    }
+
+    /// `KEY=VALUE` lines; `#` comments, blank lines and `export ` prefixes allowed; quotes around values removed.
+    static func parseEnvFile(_ text: String) -> [String: String] {
+        var values: [String: String] = [:]
+        for rawLine in text.split(whereSeparator: \.isNewline) {
+            var line = rawLine.trimmingCharacters(in: .whitespaces)
+            if line.isEmpty || line.hasPrefix("#") { continue }
+            if line.hasPrefix("export ") { line.removeFirst("export ".count) }
+            guard let equals = line.firstIndex(of: "=") else { continue }
+            let key = line[..<equals].trimmingCharacters(in: .whitespaces)
+            var value = line[line.index(after: equals)...].trimmingCharacters(in: .whitespaces)
+            if value.count >= 2, let first = value.first, first == "\"" || first == "'", value.last == first {
+                value = String(value.dropFirst().dropLast())
+            }
+            values[key] = value
+        }
+        return values
     }
 
     /// The dotted leaf keys of a JSON file (`{"database": {"path": …}}` holds `database.path`).
