@@ -204,6 +204,19 @@ public protocol AccountStore: Sendable {
     /// `kid` already stored.
     func addSigningKey(_ key: SigningKeyRecord) async throws(StoreError)
 
+    // MARK: Sealed data
+
+    /// The blobs sealed with the data key (signing keys, Apple refresh tokens, queued Apple revocations), in
+    /// ``SealedItem/Kind`` order and by id within a kind (in the database's order of text), at most `limit`, after the
+    /// one at `after` (for paging). An item added or removed during a walk may or may not be seen; every other item is
+    /// seen exactly once.
+    func sealedItems(after: SealedItem.Position?, limit: Int) async throws(StoreError) -> [SealedItem]
+
+    /// Replaces an item's sealed bytes with `sealed` when they are still `item.sealed` (compare-and-swap: data that a
+    /// server rewrote meanwhile is not overwritten), leaving everything else of the row as it is. Returns whether it
+    /// replaced them; `false` when they changed or the item is gone.
+    func replaceSealed(_ item: SealedItem, with sealed: [UInt8]) async throws(StoreError) -> Bool
+
     // MARK: Housekeeping
 
     /// Deletes what can no longer be used: expired server nonces and web states, refresh tokens and revoked

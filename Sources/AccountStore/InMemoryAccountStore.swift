@@ -474,6 +474,47 @@ public actor InMemoryAccountStore: AccountStore {
         keys.append(key)
     }
 
+    // MARK: Sealed data
+
+    public func sealedItems(after: SealedItem.Position?, limit: Int) throws(StoreError) -> [SealedItem] {
+        try checkAvailable()
+        let all =
+            keys.map { SealedItem(kind: .signingKey, id: $0.kid, sealed: $0.sealedPrivateKey) }
+            + appleTokens.values.map {
+                SealedItem(kind: .appleToken, id: $0.userID.description, sealed: $0.encryptedRefreshToken)
+            }
+            + revocationQueue.values.map {
+                SealedItem(kind: .appleRevocation, id: Self.id($0.id), sealed: $0.encryptedRefreshToken)
+            }
+        let sorted = all.sorted { ($0.kind, $0.id) < ($1.kind, $1.id) }
+        guard let after else { return Array(sorted.prefix(max(limit, 0))) }
+        return Array(sorted.filter { ($0.kind, $0.id) > (after.kind, after.id) }.prefix(max(limit, 0)))
+    }
+
+    public func replaceSealed(_ item: SealedItem, with sealed: [UInt8]) throws(StoreError) -> Bool {
+        try checkAvailable()
+        switch item.kind {
+        case .signingKey:
+            guard let index = keys.firstIndex(where: { $0.kid == item.id && $0.sealedPrivateKey == item.sealed })
+            else { return false }
+            keys[index].sealedPrivateKey = sealed
+        case .appleToken:
+            guard let userID = UserID(item.id), appleTokens[userID]?.encryptedRefreshToken == item.sealed else {
+                return false
+            }
+            appleTokens[userID]?.encryptedRefreshToken = sealed
+        case .appleRevocation:
+            guard let id = UUID(uuidString: item.id), Self.id(id) == item.id,
+                revocationQueue[id]?.encryptedRefreshToken == item.sealed
+            else { return false }
+            revocationQueue[id]?.encryptedRefreshToken = sealed
+        }
+        return true
+    }
+
+    /// A revocation's id as ``SealedItem/id``: a lower-case UUID, as the SQL store keeps it.
+    private static func id(_ id: UUID) -> String { id.uuidString.lowercased() }
+
     public func ping() throws(StoreError) { try checkAvailable() }
 
     // MARK: Team transfer
