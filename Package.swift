@@ -284,6 +284,7 @@ let package = Package(
                 "AccountStoreSQL",
                 "AppleIDEmulator",
                 "AppleSignIn",
+                "AuthServer",
                 "SiwaCLI",
                 "SiwaTesting",
                 .product(name: "Crypto", package: "swift-crypto"),

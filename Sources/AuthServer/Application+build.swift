@@ -1,6 +1,5 @@
 public import AccountStore
 public import AppleSignIn
-public import Crypto
 import HTTPTypes
 public import Hummingbird
 import HummingbirdCore
@@ -14,7 +13,8 @@ public import NIOCore
 ///   - apple: client ids, credentials (for code exchange) and Apple's base URL.
 ///   - store: accounts and sessions.
 ///   - transport: the HTTP client towards Apple.
-///   - dataKey: the AES-256 key that seals Apple refresh tokens and signing keys at rest.
+///   - sealer: seals Apple refresh tokens and signing keys at rest under the data keys (re-read from their file when
+///     they come from one).
 ///   - clock: wall clock.
 ///   - host: address to listen on.
 ///   - port: port (0 for any free one).
@@ -25,7 +25,7 @@ public func buildApplication(
     apple: AppleSignInConfiguration,
     store: any AccountStore,
     transport: any HTTPTransport,
-    dataKey: SymmetricKey,
+    sealer: DataSealer,
     clock: any WallClock = SystemWallClock(),
     host: String = "127.0.0.1",
     port: Int = 8080,
@@ -33,7 +33,6 @@ public func buildApplication(
     tls: ServerTLS? = nil,
     onServerRunning: @escaping @Sendable (any Channel) async -> Void = { _ in }
 ) async throws -> some ApplicationProtocol {
-    let sealer = DataSealer(key: dataKey)
     // One registry per application, never the global `MetricsSystem`: tests run many applications in one process.
     let metrics = configuration.metricsEnabled ? ServerMetrics() : nil
     let keySource: any AppleKeySource = AppleKeysEndpoint(
@@ -218,6 +217,9 @@ public func buildApplication(
         )
     )
     app.addServices(lifecycle.services)
+    if let reloader = sealer.reloader(interval: configuration.dataKeyReloadInterval, logger: logger) {
+        app.addServices(reloader)
+    }
     if let tls {
         app.addServices(ServerTLS.Reloader(tls: tls, interval: configuration.tlsReloadInterval, logger: logger))
     }

@@ -82,7 +82,7 @@ struct DemoCommand: AsyncParsableCommand {
             apple: try settings.apple,
             store: store.store,
             transport: AsyncHTTPClientTransport(),
-            dataKey: settings.dataKey,
+            sealer: settings.makeDataSealer(logger: logger),
             host: settings.host,
             port: port,
             logger: logger,

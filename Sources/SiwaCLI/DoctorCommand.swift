@@ -2,6 +2,7 @@ import AccountStore
 import AccountStoreSQL
 import AppleSignIn
 import ArgumentParser
+import AuthServer
 import Foundation
 import Logging
 
@@ -290,16 +291,44 @@ struct DoctorCommand: AsyncParsableCommand {
             )
         }
         if let dataKey = value("SIWA_DATA_KEY") {
-            let ok = Data(base64Encoded: dataKey)?.count == 32
-            findings.append(
-                .init(
-                    setting: "SIWA_DATA_KEY",
-                    ok: ok,
-                    message: ok ? "a 256-bit key" : "expected base64 of 32 random bytes (openssl rand -base64 32)"
+            do {
+                let keys = try DataKeyRing.parse(list: dataKey)
+                findings.append(.init(setting: "SIWA_DATA_KEY", ok: true, message: Self.describe(keys)))
+            } catch {
+                findings.append(
+                    .init(
+                        setting: "SIWA_DATA_KEY",
+                        ok: false,
+                        message: "\(error); the value is a comma-separated list of keys, the first sealing"
+                    )
                 )
-            )
+            }
+        } else {
+            let file = value("SIWA_DATA_KEY_FILE") ?? "siwa-data.key"
+            do {
+                if let keys = try DataKeyRing.read(file: file) {
+                    findings.append(
+                        .init(setting: "SIWA_DATA_KEY_FILE", ok: true, message: "\(file): \(Self.describe(keys))")
+                    )
+                }
+            } catch {
+                findings.append(
+                    .init(
+                        setting: "SIWA_DATA_KEY_FILE",
+                        ok: false,
+                        message: "\(error); the file holds one key a line, the first sealing"
+                    )
+                )
+            }
         }
         return findings
+    }
+
+    /// How many data keys, and which seals (ids only).
+    private static func describe(_ keys: DataKeyRing) -> String {
+        keys.keys.count == 1
+            ? "a 256-bit key (id \(keys.primary.id))"
+            : "\(keys.keys.count) 256-bit keys; \(keys.primary.id) seals, the others only open"
     }
 
     private static func isPostgresURL(_ url: String) -> Bool {

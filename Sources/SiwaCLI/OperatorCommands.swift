@@ -118,16 +118,19 @@ struct MigrateCommand: AsyncParsableCommand {
     }
 }
 
-/// `siwa keys rotate`: a new signing key for access tokens; the old one keeps verifying until its tokens expire.
+/// `siwa keys rotate`: a new signing key for access tokens; the old one keeps verifying until its tokens expire. The
+/// data-key commands are in `KeysCommand+DataKeys.swift`.
 struct KeysCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "keys",
-        abstract: "Manage the keys that sign siwa's access tokens.",
+        abstract: "Manage siwa's keys: the signing keys of access tokens, and the data keys that seal secrets at rest.",
         discussion: """
             Example:
               siwa keys rotate --json
+              siwa keys data-keys
+              siwa keys rotate-data-key
             """,
-        subcommands: [Rotate.self]
+        subcommands: [Rotate.self, DataKeys.self, RotateDataKey.self, RetireDataKey.self]
     )
 
     struct KeysAnswer: Encodable {
@@ -157,7 +160,7 @@ struct KeysCommand: AsyncParsableCommand {
                 let issuer = try await AccessTokenIssuer(
                     configuration: settings.server,
                     store: store,
-                    sealer: DataSealer(key: settings.dataKey),
+                    sealer: settings.makeDataSealer(logger: Logger(label: "siwa")),
                     clock: SystemWallClock()
                 )
                 try await issuer.rotate()
@@ -421,7 +424,7 @@ extension UsersCommand {
                 configuration: settings.server.lifecycle,
                 store: store,
                 apple: apple,
-                sealer: DataSealer(key: settings.dataKey),
+                sealer: settings.makeDataSealer(logger: logger),
                 clock: clock,
                 logger: logger
             )

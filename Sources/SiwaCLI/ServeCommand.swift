@@ -40,7 +40,7 @@ struct ServeCommand: AsyncParsableCommand {
                 apple: try settings.apple,
                 store: store.store,
                 transport: AsyncHTTPClientTransport(),
-                dataKey: settings.dataKey,
+                sealer: settings.makeDataSealer(logger: logger),
                 host: settings.host,
                 port: settings.port,
                 logger: logger,

@@ -82,7 +82,7 @@ struct ClientHarness: Sendable {
                 apple: apple,
                 store: store,
                 transport: AsyncHTTPClientTransport(),
-                dataKey: SymmetricKey(size: .bits256),
+                sealer: DataSealer(key: SymmetricKey(size: .bits256)),
                 clock: clock,
                 port: 0
             )

@@ -129,7 +129,7 @@ struct LifecycleHarness: Sendable {
             apple: apple,
             store: store,
             transport: AsyncHTTPClientTransport(),
-            dataKey: dataKey,
+            sealer: DataSealer(key: dataKey),
             clock: clock,
             port: 0,
             logger: logger

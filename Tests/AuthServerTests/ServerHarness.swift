@@ -93,7 +93,7 @@ struct ServerHarness: Sendable {
                 apple: apple,
                 store: store,
                 transport: AsyncHTTPClientTransport(),
-                dataKey: dataKey,
+                sealer: DataSealer(key: dataKey),
                 clock: clock,
                 port: serverPort,
                 tls: tls

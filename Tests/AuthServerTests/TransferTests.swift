@@ -74,7 +74,7 @@ struct TransferTests {
                 apple: apple,
                 store: store,
                 transport: AsyncHTTPClientTransport(),
-                dataKey: dataKey,
+                sealer: DataSealer(key: dataKey),
                 clock: clock,
                 port: 0,
                 logger: logger

@@ -98,23 +98,14 @@ struct ServeTLSTests {
         _ live: (certificate: String, key: String),
         reloadInterval: Int
     ) async throws -> (ChildProcess, port: Int, log: String) {
-        let port = Int.random(in: 10_000...19_999)
-        let log = folder.url.appendingPathComponent("serve-\(reloadInterval).log").path
-        var environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("SIWA_") }
-        environment.merge([
-            "SIWA_BUNDLE_IDS": "com.example.app", "SIWA_PORT": String(port), "SIWA_DATABASE_PATH": "s.sqlite",
-            "SIWA_TLS_CERTIFICATE_FILE": live.certificate, "SIWA_TLS_KEY_FILE": live.key,
-            "SIWA_TLS_RELOAD_INTERVAL": String(reloadInterval),
-        ]) { $1 }
-        let server = try ChildProcess(
-            SiwaProcess.executable.path,
-            arguments: ["serve"],
-            environment: environment,
-            directory: folder.path,
-            stdout: log,
-            stderr: log
+        try SiwaProcess.startServe(
+            in: folder,
+            settings: [
+                "SIWA_BUNDLE_IDS": "com.example.app", "SIWA_DATABASE_PATH": "s.sqlite",
+                "SIWA_TLS_CERTIFICATE_FILE": live.certificate, "SIWA_TLS_KEY_FILE": live.key,
+                "SIWA_TLS_RELOAD_INTERVAL": String(reloadInterval),
+            ]
         )
-        return (server, port, log)
     }
 
     /// Puts `renewed`'s files in place of `live`'s, each with one rename, as certbot and cert-manager do.

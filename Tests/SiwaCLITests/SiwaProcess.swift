@@ -91,6 +91,29 @@ extension SiwaProcess {
         return false
     }
 
+    /// Starts `siwa serve` in `folder` on a free port below the harnesses' ports and the ephemeral range, with
+    /// `settings` over this process's environment (its own `SIWA_*` variables left out), writing its output to
+    /// `serve-<port>.log` in the folder. Stop it with `terminate`.
+    static func startServe(
+        in folder: Folder,
+        settings: [String: String]
+    ) throws -> (process: ChildProcess, port: Int, log: String) {
+        let port = Int.random(in: 10_000...19_999)
+        let log = folder.url.appendingPathComponent("serve-\(port).log").path
+        var environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("SIWA_") }
+        environment.merge(settings) { $1 }
+        environment["SIWA_PORT"] = String(port)
+        let server = try ChildProcess(
+            executable.path,
+            arguments: ["serve"],
+            environment: environment,
+            directory: folder.path,
+            stdout: log,
+            stderr: log
+        )
+        return (server, port, log)
+    }
+
     /// A new folder under the temporary directory, and a way to write text files into it.
     struct Folder {
         let url: URL

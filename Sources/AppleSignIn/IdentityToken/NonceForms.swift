@@ -16,31 +16,7 @@ public enum NonceForms {
     /// the bytes they spell (the app passed the SHA-256 hex).
     public static func rawNonceHashes(claim: String) -> [[UInt8]] {
         var hashes = [Array(SHA256.hash(data: Array(claim.utf8)))]
-        if let spelled = hexBytes(claim), spelled.count == SHA256.byteCount { hashes.append(spelled) }
+        if let spelled = Hex.decode(claim), spelled.count == SHA256.byteCount { hashes.append(spelled) }
         return hashes
-    }
-
-    /// The bytes of a hex string (either case), or `nil`.
-    static func hexBytes(_ text: String) -> [UInt8]? {
-        let characters = Array(text.utf8)
-        guard characters.count.isMultiple(of: 2) else { return nil }
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(characters.count / 2)
-        var index = 0
-        while index < characters.count {
-            guard let high = hexValue(characters[index]), let low = hexValue(characters[index + 1]) else { return nil }
-            bytes.append(high << 4 | low)
-            index += 2
-        }
-        return bytes
-    }
-
-    private static func hexValue(_ byte: UInt8) -> UInt8? {
-        switch byte {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
-        default: nil
-        }
     }
 }

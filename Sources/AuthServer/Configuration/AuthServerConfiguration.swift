@@ -65,6 +65,9 @@ public struct AuthServerConfiguration: Sendable {
     public var maximumFlowsPerClient = 30
     /// How often the server's own TLS certificate files are checked for a renewal (SIGHUP reloads at once).
     public var tlsReloadInterval: Duration = .seconds(30)
+    /// How often the data-key file is checked for a change (SIGHUP, and sealed data naming a key the server lacks,
+    /// re-read it at once).
+    public var dataKeyReloadInterval: Duration = .seconds(5)
 
     /// Caps on connections and request time.
     public struct ConnectionLimits: Sendable {

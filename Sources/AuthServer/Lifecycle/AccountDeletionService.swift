@@ -117,7 +117,7 @@ public struct AccountDeletionService: Sendable {
                     failure = "\(error.code): \(error.reason)"
                 }
             } catch {
-                failure = "the sealed token cannot be opened with the current data key"
+                failure = "the sealed token cannot be opened: \(error)"
             }
         } else {
             failure = "no Apple credentials are configured"

@@ -101,8 +101,8 @@ final class AppleConsentChecker: Sendable {
             refreshToken = String(decoding: try sealer.open(token.encryptedRefreshToken), as: UTF8.self)
         } catch {
             logger.error(
-                "cannot unseal a stored Apple refresh token (was the data key changed?)",
-                metadata: ["user": "\(token.userID)"]
+                "cannot unseal a stored Apple refresh token",
+                metadata: ["user": "\(token.userID)", "error": "\(error)"]
             )
             return await couldNotValidate(token.userID, claimedAt: claimedAt, reason: "unseal_failed")
         }

@@ -5,7 +5,6 @@ import NIOConcurrencyHelpers
 public import NIOCore
 public import NIOSSL
 public import ServiceLifecycle
-import UnixSignals
 
 /// The server's own TLS: a certificate chain and key read from PEM files, TLS 1.2 and newer, read again when the files
 /// change or on SIGHUP (``Reloader``), so that a renewed certificate (certbot, cert-manager) takes effect without a
@@ -14,27 +13,16 @@ import UnixSignals
 public final class ServerTLS: Sendable {
     public let certificateFile: String
     public let keyFile: String
-    private let state: NIOLockedValueBox<(context: NIOSSLContext, stamp: FileStamp)>
+    private let state: NIOLockedValueBox<(context: NIOSSLContext, stamp: FileStamps)>
 
-    /// When the files were last changed, and their sizes: what tells a reload that there is something new.
-    struct FileStamp: Equatable {
-        /// A file's modification time and size; `nil` while it cannot be read.
-        struct Stamp: Equatable {
-            var modified: Date
-            var size: Int
-        }
-        var certificate: Stamp?
-        var key: Stamp?
+    /// The stamps of both files: what tells a reload that there is something new.
+    struct FileStamps: Equatable {
+        var certificate: FileStamp?
+        var key: FileStamp?
 
         init(certificateFile: String, keyFile: String) {
-            func stamp(_ path: String) -> Stamp? {
-                guard let attributes = try? FileManager.default.attributesOfItem(atPath: path),
-                    let date = attributes[.modificationDate] as? Date, let size = attributes[.size] as? Int
-                else { return nil }
-                return Stamp(modified: date, size: size)
-            }
-            certificate = stamp(certificateFile)
-            key = stamp(keyFile)
+            certificate = FileStamp(certificateFile)
+            key = FileStamp(keyFile)
         }
     }
 
@@ -49,7 +37,7 @@ public final class ServerTLS: Sendable {
     public init(certificateFile: String, keyFile: String) throws(Failure) {
         self.certificateFile = certificateFile
         self.keyFile = keyFile
-        let stamp = FileStamp(certificateFile: certificateFile, keyFile: keyFile)
+        let stamp = FileStamps(certificateFile: certificateFile, keyFile: keyFile)
         self.state = NIOLockedValueBox((try Self.makeContext(certificateFile, keyFile), stamp))
     }
 
@@ -60,7 +48,7 @@ public final class ServerTLS: Sendable {
     /// certificate was replaced.
     @discardableResult
     public func reload(force: Bool = false) throws(Failure) -> Bool {
-        let stamp = FileStamp(certificateFile: certificateFile, keyFile: keyFile)
+        let stamp = FileStamps(certificateFile: certificateFile, keyFile: keyFile)
         if !force, state.withLockedValue({ $0.stamp == stamp }) { return false }
         let context = try Self.makeContext(certificateFile, keyFile)
         state.withLockedValue { $0 = (context, stamp) }
@@ -106,16 +94,7 @@ public final class ServerTLS: Sendable {
         }
 
         public func run() async throws {
-            await withTaskGroup(of: Void.self) { group in
-                group.addTask {
-                    for await _ in await UnixSignalsSequence(trapping: .sighup) { reload(force: true, why: "SIGHUP") }
-                }
-                group.addTask {
-                    while (try? await Task.sleep(for: interval)) != nil { reload(force: false, why: "files changed") }
-                }
-                try? await gracefulShutdown()
-                group.cancelAll()
-            }
+            await ReloadLoop(interval: interval) { force, why in reload(force: force, why: why) }.run()
         }
 
         private func reload(force: Bool, why: String) {

@@ -6,12 +6,6 @@ import Crypto
 import Foundation
 import Logging
 
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 /// Everything siwa reads from its settings (``SettingsSource``: environment, secret files, `.env`, configuration
 /// file), validated at start: a bad value stops start-up with a message naming the variable.
 struct ServerSettings {
@@ -23,7 +17,8 @@ struct ServerSettings {
     /// `postgres://…` when set; otherwise SQLite at ``databasePath``.
     var databaseURL: String?
     var databasePath = "siwa.sqlite"
-    var dataKey: SymmetricKey
+    /// The data keys: the first seals, every one opens.
+    var dataKeys: DataKeyRing
     /// The server's own TLS (`SIWA_TLS_CERTIFICATE_FILE`, `SIWA_TLS_KEY_FILE`); `nil` for plain HTTP.
     var tls: ServerTLS?
     /// `SIWA_LOG_LEVEL`.
@@ -32,11 +27,11 @@ struct ServerSettings {
     var logFormat = LogFormat.text
     /// Where the data key is kept when `SIWA_DATA_KEY` is not set.
     var dataKeyFile = "siwa-data.key"
-    /// Whether ``dataKey`` was read (or created), rather than a random placeholder.
+    /// Whether ``dataKeys`` were read (or created), rather than a random placeholder.
     var dataKeyFound = false
-    /// Whether ``dataKey`` was created just now, in ``dataKeyFile``.
+    /// Whether ``dataKeys`` were created just now, in ``dataKeyFile``.
     var dataKeyCreated = false
-    /// Whether ``dataKey`` came from `SIWA_DATA_KEY` (or its `_FILE`) rather than ``dataKeyFile``.
+    /// Whether ``dataKeys`` came from `SIWA_DATA_KEY` rather than ``dataKeyFile``.
     var dataKeyFromVariable = false
     /// Whether the database location was set (`SIWA_DATABASE_URL` or `SIWA_DATABASE_PATH`) rather than defaulted.
     var databaseIsConfigured = false
@@ -224,7 +219,7 @@ struct ServerSettings {
         var settings = ServerSettings(
             server: server,
             appleIfConfigured: apple,
-            dataKey: SymmetricKey(size: .bits256)
+            dataKeys: DataKeyRing(key: SymmetricKey(size: .bits256))
         )
         if let host = value("SIWA_HOST") { settings.host = host }
         if let port = try number("SIWA_PORT", 0...65_535) {
@@ -270,7 +265,7 @@ struct ServerSettings {
         settings.dataKeyFile = keyFile
         if createsDataKey || value("SIWA_DATA_KEY") != nil || FileManager.default.fileExists(atPath: keyFile) {
             let existed = value("SIWA_DATA_KEY") != nil || FileManager.default.fileExists(atPath: keyFile)
-            settings.dataKey = try loadDataKey(value("SIWA_DATA_KEY"), file: keyFile)
+            settings.dataKeys = try loadDataKeys(value("SIWA_DATA_KEY"), file: keyFile)
             settings.dataKeyFound = true
             settings.dataKeyCreated = !existed
             settings.dataKeyFromVariable = value("SIWA_DATA_KEY") != nil
@@ -480,55 +475,21 @@ struct ServerSettings {
         number == number.rounded() && abs(number) < 1e15 ? String(Int64(number)) : String(number)
     }
 
-    /// The data key from `SIWA_DATA_KEY` (base64 of 32 bytes), or from a file created on first start (0600).
-    static func loadDataKey(_ base64: String?, file: String) throws -> SymmetricKey {
-        if let base64 {
-            guard let data = Data(base64Encoded: base64), data.count == 32 else {
+    /// The data keys from `SIWA_DATA_KEY` (comma-separated base64 of 32 bytes each, the first sealing), or from the
+    /// key file, created on first start with one new key (0600).
+    static func loadDataKeys(_ list: String?, file: String) throws -> DataKeyRing {
+        if let list {
+            do {
+                return try DataKeyRing.parse(list: list)
+            } catch {
                 throw Problem(
                     variable: "SIWA_DATA_KEY",
-                    fix: "expected base64 of 32 random bytes (openssl rand -base64 32)"
+                    fix: "\(error); the value is a comma-separated list of keys, the first sealing"
                 )
             }
-            return SymmetricKey(data: data)
         }
-        if let key = try readDataKey(file) { return key }
-        // A new key goes to a temporary file created 0600, then is linked into place: link() fails if another process
-        // (a second instance starting on the same folder) got there first, and a linked file is always complete, so
-        // both then use the same key.
-        let key = SymmetricKey(size: .bits256)
-        let bytes = Array((key.withUnsafeBytes { Data($0).base64EncodedString() } + "\n").utf8)
-        let temporary = file + ".tmp-\(getpid())"
-        let descriptor = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
-        let written = descriptor >= 0 ? bytes.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) } : -1
-        if descriptor >= 0 {
-            fsync(descriptor)
-            close(descriptor)
-        }
-        defer { unlink(temporary) }
-        guard written == bytes.count else {
-            throw Problem(variable: "SIWA_DATA_KEY_FILE", fix: "cannot create \(file); set SIWA_DATA_KEY instead")
-        }
-        if link(temporary, file) != 0 {
-            guard errno == EEXIST, let theirs = try readDataKey(file) else {
-                throw Problem(variable: "SIWA_DATA_KEY_FILE", fix: "cannot create \(file); set SIWA_DATA_KEY instead")
-            }
-            return theirs
-        }
-        return key
-    }
-
-    /// The key in `file`, or `nil` when there is no such file.
-    private static func readDataKey(_ file: String) throws -> SymmetricKey? {
-        guard let data = FileManager.default.contents(atPath: file) else { return nil }
-        guard
-            let decoded = Data(
-                base64Encoded: String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-            ),
-            decoded.count == 32
-        else {
-            throw Problem(variable: "SIWA_DATA_KEY_FILE", fix: "\(file) does not hold base64 of 32 bytes")
-        }
-        return SymmetricKey(data: decoded)
+        if let ring = try DataKeyFile.read(file) { return ring }
+        return try DataKeyFile.create(file)
     }
 
     /// `teamID: …` → `TEAM_ID`, naming the environment variable from a setting in an error reason.
@@ -616,24 +577,42 @@ extension ServerSettings {
 }
 
 extension ServerSettings {
-    /// Before anything is served: the data key opens what the database holds sealed (its access-token signing keys,
-    /// sealed with the same key as Apple's refresh tokens). A key file that was missing, and so was created just now,
-    /// or a key that is not the database's, stops start-up naming the setting; a key file created for nothing is
+    /// The setting the data keys came from.
+    var dataKeySetting: String { dataKeyFromVariable ? "SIWA_DATA_KEY" : "SIWA_DATA_KEY_FILE" }
+
+    /// The sealer of the data keys; keys from the file are re-read when it changes.
+    func makeDataSealer(clock: any WallClock = SystemWallClock(), logger: Logger) -> DataSealer {
+        DataSealer(
+            keys: dataKeys,
+            source: dataKeyFromVariable ? .setting("SIWA_DATA_KEY") : .file(dataKeyFile),
+            clock: clock,
+            logger: logger
+        )
+    }
+
+    /// Before anything is served: the data keys open what the database holds sealed (its access-token signing keys,
+    /// sealed with the same keys as Apple's refresh tokens). A key file that was missing, and so was created just now,
+    /// or keys that are not the database's, stop start-up naming the setting; a key file created for nothing is
     /// removed again, so that restoring the right one is not blocked by it.
     func checkDataKey(opens store: any AccountStore) async throws {
-        guard let sealed = try await store.signingKeys().first?.sealedPrivateKey else { return }
-        do {
-            _ = try DataSealer(key: dataKey).open(sealed)
-        } catch {
-            if dataKeyCreated { try? FileManager.default.removeItem(atPath: dataKeyFile) }
-            let setting = dataKeyFromVariable ? "SIWA_DATA_KEY" : "SIWA_DATA_KEY_FILE"
-            let fix =
-                dataKeyCreated
-                ? "\(dataKeyFile) does not exist, and the database holds data sealed with a data key: restore that "
-                    + "key file from your backup (or set SIWA_DATA_KEY to the key); a new key cannot open the data"
-                : "the data key (\(dataKeyFromVariable ? "SIWA_DATA_KEY" : dataKeyFile)) does not open the data the "
-                    + "database holds sealed: it is not the key this database was set up with; restore that key"
-            throw Problem(variable: setting, fix: fix)
+        let sealer = DataSealer(keys: dataKeys, source: .setting(dataKeySetting))
+        for key in try await store.signingKeys() {
+            do {
+                _ = try sealer.open(key.sealedPrivateKey)
+            } catch {
+                if dataKeyCreated { try? FileManager.default.removeItem(atPath: dataKeyFile) }
+                let named = error.keyID.map { id in
+                    "; the data names data key \(id), the ring holds \(dataKeys.ids.map(\.description).joined(separator: ", "))"
+                }
+                let fix =
+                    dataKeyCreated
+                    ? "\(dataKeyFile) does not exist, and the database holds data sealed with a data key: restore that "
+                        + "key file from your backup (or set SIWA_DATA_KEY to the key); a new key cannot open the data"
+                    : "the data keys (\(dataKeyFromVariable ? "SIWA_DATA_KEY" : dataKeyFile)) do not open the data the "
+                        + "database holds sealed: it is not the key this database was set up with\(named ?? ""); "
+                        + "restore that key"
+                throw Problem(variable: dataKeySetting, fix: fix)
+            }
         }
     }
 }

@@ -160,14 +160,18 @@ enum SettingsCatalog {
                     variable: "SIWA_DATA_KEY",
                     defaultValue: "",
                     meaning:
-                        "Base64 of the 32-byte key that seals Apple refresh tokens and signing keys in the database.",
+                        "The data keys that seal Apple refresh tokens and signing keys in the database: base64 of 32 "
+                        + "bytes each, comma-separated, the first sealing and the others only opening "
+                        + "(siwa keys rotate-data-key). Read at start.",
                     isSecret: true
                 ),
                 .init(
                     key: "dataKeyFile",
                     variable: "SIWA_DATA_KEY_FILE",
                     defaultValue: "siwa-data.key",
-                    meaning: "The file holding the data key when SIWA_DATA_KEY is not set; created 0600 on first start."
+                    meaning:
+                        "The file of the data keys when SIWA_DATA_KEY is not set: one base64 key a line, the first "
+                        + "sealing, # comments; created 0600 with one key on first start, re-read when it changes."
                 ),
             ]
         ),
