@@ -47,6 +47,12 @@ wait "$driver"
 summary=$(cat "$WORK/driver.json")
 echo "driver: $summary"
 kill -TERM "$SERVER"
+stopped=false
+for _ in $(seq 1 300); do
+  if ! kill -0 "$SERVER" 2>/dev/null || grep -q "^State:.*Z" "/proc/$SERVER/status" 2>/dev/null; then stopped=true; break; fi
+  sleep 0.1
+done
+if [ "$stopped" = false ]; then kill -KILL "$SERVER" 2>/dev/null || true; fi
 wait "$SERVER" 2>/dev/null || true
 
 field() { python3 -c "import json,sys; s=json.load(sys.stdin); print(eval(sys.argv[1]))" "$1" <<<"$summary"; }
@@ -60,6 +66,7 @@ last_ok=$(python3 -c "
 import json
 lines = [json.loads(l) for l in open('$WORK/timeline')]
 print(sum(1 for l in lines[-200:] if l['kind'] == 'sign-in' and l['status'] == 200))")
+check "siwa serve finished its graceful shutdown within 30 s of SIGTERM" "$stopped"
 check "sign-ins succeed again after the last restart ($last_ok of the last 200 answers)" "$([ "$last_ok" -gt 0 ] && echo true || echo false)"
 where=$(echo "$SIWA_TEST_POSTGRES_URL" | sed 's/?sslmode=disable//')
 if python3 Benchmarks/load/crash_check.py "$WORK/results" postgres "$where"; then

@@ -1,6 +1,6 @@
 public import AccountStore
-@preconcurrency import AsyncKit
 public import Logging
+import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
 import PostgresKit
@@ -8,6 +8,7 @@ import PostgresNIO
 import SQLKit
 import SQLiteKit
 import SQLiteNIO
+import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -134,6 +135,24 @@ public final class SQLAccountStore: AccountStore {
         connectionsPerEventLoop: Int = 4,
         logger: Logger
     ) async throws(StoreError) -> SQLAccountStore {
+        try await postgres(
+            url: url,
+            schema: schema,
+            connectionsPerEventLoop: connectionsPerEventLoop,
+            pooling: .siwa,
+            logger: logger
+        )
+    }
+
+    /// ``postgres(url:schema:connectionsPerEventLoop:logger:)`` with a choice of pool, for the benchmark that
+    /// compares them (``PostgresPooling``).
+    package static func postgres(
+        url: String,
+        schema: String?,
+        connectionsPerEventLoop: Int,
+        pooling: PostgresPooling,
+        logger: Logger
+    ) async throws(StoreError) -> SQLAccountStore {
         guard connectionsPerEventLoop > 0 else {
             throw StoreError(.invalidInput, "open the PostgreSQL store: at least one connection is needed")
         }
@@ -153,14 +172,25 @@ public final class SQLAccountStore: AccountStore {
             }
             configuration.searchPath = [schema]
         }
-        let source = SendablePostgresSource(PostgresConnectionSource(sqlConfiguration: configuration))
-        let connections = SQLConnectionPool(
-            open: { logger, eventLoop in source.source.makeConnection(logger: logger, on: eventLoop) },
-            flavor: .postgres,
-            limit: Array(MultiThreadedEventLoopGroup.singleton.makeIterator()).count * connectionsPerEventLoop,
-            logger: driverLogger(logger),
-            makeDatabase: { $0.sql(queryLogLevel: nil) }
-        )
+        let limit = Array(MultiThreadedEventLoopGroup.singleton.makeIterator()).count * connectionsPerEventLoop
+        let connections: any SQLConnections
+        switch pooling {
+        case .siwa:
+            let opener = PostgresOpener(configuration)
+            connections = SQLConnectionPool(
+                open: { logger, eventLoop in opener.open(logger: logger, on: eventLoop) },
+                flavor: .postgres,
+                limit: limit,
+                logger: driverLogger(logger),
+                makeDatabase: { $0.sql(queryLogLevel: nil) }
+            )
+        case .postgresClient:
+            connections = try PostgresClientConnections(
+                configuration: configuration,
+                limit: limit,
+                logger: driverLogger(logger)
+            )
+        }
         return try await open(connections, schema: schema, logger: logger)
     }
 
@@ -243,8 +273,8 @@ public final class SQLAccountStore: AccountStore {
     /// Closes every pooled connection. Calls afterwards fail with ``StoreError/Code/unavailable``; a second call does
     /// nothing.
     ///
-    /// - Warning: Call it before the last reference to the store goes away: AsyncKit's pool asserts in debug builds
-    ///   when it is released open.
+    /// - Warning: Call it before the last reference to the store goes away: the drivers assert in debug builds when a
+    ///   connection is released open.
     public func shutdown() async {
         await connections.shutdown()
     }
@@ -313,10 +343,58 @@ public final class SQLAccountStore: AccountStore {
     }
 }
 
-/// PostgresKit's connection source, shared by the pool's openings. `@unchecked Sendable`: the source is immutable
-/// after creation (a configuration and a TLS context made once), and `makeConnection` only reads it; PostgresKit
-/// predates `Sendable` annotations.
-private struct SendablePostgresSource: @unchecked Sendable {
-    let source: PostgresConnectionSource
-    init(_ source: PostgresConnectionSource) { self.source = source }
+/// Opens PostgreSQL connections with siwa's settings: the search path when the store has a schema of its own, and a
+/// deadline for the whole opening (PostgresNIO's `connectTimeout` covers the TCP connect only, not the startup and
+/// login, which a server that is starting or stopping may leave unanswered).
+private struct PostgresOpener: Sendable {
+    let configuration: PostgresConnection.Configuration
+    let searchPath: [String]?
+    let deadline: TimeAmount
+    private static let ids = Atomic<Int>(0)
+
+    init(_ configuration: SQLPostgresConfiguration, deadline: TimeAmount = .seconds(10)) {
+        self.configuration = configuration.coreConfiguration
+        self.searchPath = configuration.searchPath
+        self.deadline = deadline
+    }
+
+    func open(logger: Logger, on eventLoop: any EventLoop) -> EventLoopFuture<PostgresConnection> {
+        let id = Self.ids.add(1, ordering: .relaxed).newValue
+        let searchPath = self.searchPath
+        let opened = PostgresConnection.connect(on: eventLoop, configuration: configuration, id: id, logger: logger)
+            .flatMap { connection -> EventLoopFuture<PostgresConnection> in
+                guard let searchPath else { return eventLoop.makeSucceededFuture(connection) }
+                return connection.sql(queryLogLevel: nil)
+                    .raw("SET search_path TO \(idents: searchPath, joinedBy: ",")")
+                    .run()
+                    .map { connection }
+                    .flatMapError { error in connection.close().flatMapThrowing { throw error } }
+            }
+        let answer = eventLoop.makePromise(of: PostgresConnection.self)
+        let answered = NIOLockedValueBox(false)
+        let late = eventLoop.scheduleTask(in: deadline) {
+            let first = answered.withLockedValue { already in
+                defer { already = true }
+                return !already
+            }
+            guard first else { return }
+            answer.fail(StoreError(.unavailable, "the database did not finish opening a connection in time"))
+        }
+        opened.whenComplete { result in
+            late.cancel()
+            let first = answered.withLockedValue { already in
+                defer { already = true }
+                return !already
+            }
+            switch result {
+            case .success(let connection) where first:
+                answer.succeed(connection)
+            case .success(let connection):
+                connection.close().whenComplete { _ in }  // too late: nobody takes it
+            case .failure(let error):
+                if first { answer.fail(error) }
+            }
+        }
+        return answer.futureResult
+    }
 }

@@ -1,4 +1,3 @@
-import AsyncKit
 import Logging
 import NIOCore
 import NIOPosix
@@ -13,7 +12,7 @@ import Synchronization
 /// of the pool) instead of failing at once, enforces foreign keys, syncs at `NORMAL`, which is safe in WAL mode, and
 /// has the temporary views and triggers of ``SQLiteStatements``.
 /// WAL itself is a property of the file, set once when the store opens.
-struct SQLiteFileConnectionSource: ConnectionPoolSource {
+struct SQLiteFileConnectionSource: Sendable {
     let path: String
     /// Runs the SQLite calls. It has a thread for every connection the pool may open, so that a connection holding the
     /// write lock always gets a thread while others sleep in the busy handler.

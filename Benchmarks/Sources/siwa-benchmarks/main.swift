@@ -108,7 +108,11 @@ nonisolated func runBenchmarks() async throws {
 
 }
 
-try await runBenchmarks()
+if CommandLine.arguments.count > 1, CommandLine.arguments[1] == "store-pools" {
+    try await runStorePools(arguments: Array(CommandLine.arguments.dropFirst(2)))
+} else {
+    try await runBenchmarks()
+}
 
 func base64URLDecode(_ text: String) -> [UInt8] {
     var standard = text.replacing("-", with: "+").replacing("_", with: "/")
