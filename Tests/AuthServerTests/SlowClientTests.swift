@@ -25,23 +25,26 @@ struct SlowClientTests {
         #expect(AuthServerConfiguration().idleTimeout == .seconds(30))
     }
 
+    /// The property is an order, not a duration: a new client is answered while the stalled connections are all
+    /// still open. With an idle timeout of 10 minutes, a server that served it only once they were dropped would not
+    /// answer within the 2 minutes the test waits (a bound for a hang, far above any load's delay).
     @Test func stalledConnectionsDoNotBlockOtherClients() async throws {
-        try await ServerHarness.run(configuration: Self.configuration(idleTimeout: .seconds(30))) { harness in
+        try await ServerHarness.run(configuration: Self.configuration(idleTimeout: .seconds(600))) { harness in
             let port = try Self.port(harness)
             let stalled = try (0..<100).map { _ in try RawSocketConnection(port: port) }
             for connection in stalled { #expect(connection.send(Self.halfHead)) }
 
-            let start = ContinuousClock.now
             let fresh = try RawSocketConnection(port: port)
             fresh.send("GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
-            let answer = try await fresh.readResponse(timeout: .seconds(10))
-            #expect(answer?.status == 200)
+            let answer = try await fresh.readResponse(timeout: .seconds(120))
+            #expect(answer?.status == 200, "a normal client was not answered while 100 stalled connections were open")
             let response = try await harness.server.execute(uri: "/healthz", method: .get, headers: [:], body: nil)
             #expect(response.status == .ok)
-            // Far below the 30 s the stalled connections may hold on (generous: the test machine runs other tests).
-            #expect(ContinuousClock.now - start < .seconds(10), "a normal client waited behind 100 stalled ones")
-            // The stalled connections are still open (a 30 s timeout): they were not simply dropped.
-            #expect(try await stalled[0].readUntilClosed(timeout: .milliseconds(100)).closedByServer == false)
+            // Every stalled connection is still open: the answer did not wait for them to be dropped.
+            for (index, connection) in stalled.enumerated() {
+                let closed = try await connection.readUntilClosed(timeout: .milliseconds(10)).closedByServer
+                #expect(!closed, "stalled connection \(index) was closed before the idle timeout")
+            }
         }
     }
 
@@ -50,10 +53,12 @@ struct SlowClientTests {
             let connection = try RawSocketConnection(port: try Self.port(harness))
             let start = ContinuousClock.now
             connection.send(Self.halfHead)
-            let answer = try await connection.readUntilClosed(timeout: .seconds(12))
+            // Waits up to 2 minutes (a bound for a hang): the check is that the server closes it, and not before the
+            // idle timeout, not how soon after it on a loaded machine.
+            let answer = try await connection.readUntilClosed(timeout: .seconds(120))
             let elapsed = ContinuousClock.now - start
-            #expect(answer.closedByServer, "a half-sent head kept its connection for 5 s")
-            #expect(elapsed >= .milliseconds(800) && elapsed < .seconds(10), "closed after \(elapsed)")
+            #expect(answer.closedByServer, "a half-sent head kept its connection for 2 minutes")
+            #expect(elapsed >= .milliseconds(800), "closed after \(elapsed), before the 1 s idle timeout")
         }
     }
 
@@ -65,7 +70,7 @@ struct SlowClientTests {
             let start = ContinuousClock.now
             connection.send(Self.halfHead)
             var closed = false
-            while !closed, ContinuousClock.now - start < .seconds(12) {
+            while !closed, ContinuousClock.now - start < .seconds(120) {
                 // A refused send means the server has closed too.
                 guard connection.send("x") else {
                     closed = true
@@ -73,9 +78,7 @@ struct SlowClientTests {
                 }
                 closed = try await connection.readUntilClosed(timeout: .milliseconds(100)).closedByServer
             }
-            let elapsed = ContinuousClock.now - start
-            #expect(closed, "a head trickled byte by byte kept its connection for 12 s")
-            #expect(elapsed < .seconds(10), "closed after \(elapsed)")
+            #expect(closed, "a head trickled byte by byte kept its connection for 2 minutes")
         }
     }
 
