@@ -1,0 +1,146 @@
+import Crypto
+import HTTPTypes
+import Hummingbird
+import NIOCore
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+/// A page of the operator console (`/admin`): a header with the sections and who is signed in, then the section's
+/// content. Like every page of siwa: one stylesheet allowed by hash, no script, no external asset, never framed. The
+/// layout works from 390 px (tables scroll sideways inside their own box) to 1,400 px wide.
+struct AdminPage {
+    enum Section: String, CaseIterable, Sendable {
+        case overview
+        case users
+        case audit
+
+        var title: String {
+            switch self {
+            case .overview: "Overview"
+            case .users: "Users"
+            case .audit: "Audit log"
+            }
+        }
+
+        var path: String {
+            switch self {
+            case .overview: "/admin"
+            case .users: "/admin/users"
+            case .audit: "/admin/audit"
+            }
+        }
+    }
+
+    var title: String
+    /// The section the page belongs to (marked in the navigation), `nil` for pages outside them (refusals).
+    var section: Section?
+    /// Who is signed in, as shown in the header (already a display name, escaped here).
+    var signedInAs: String?
+    /// Markup of `<main>`, already escaped.
+    var main: String
+
+    var html: String {
+        let navigation = Section.allCases.map { item in
+            let current = item == section ? " aria-current=\"page\"" : ""
+            return "<a href=\"\(item.path)\"\(current)>\(item.title)</a>"
+        }.joined()
+        let who = signedInAs.map { "<span class=\"who\">\(HTMLPage.escape($0))</span>" } ?? ""
+        return """
+            <!doctype html>
+            <html lang="en">
+            <head>
+            <meta charset="utf-8">
+            <meta name="viewport" content="width=device-width, initial-scale=1">
+            <meta name="color-scheme" content="light">
+            <meta name="robots" content="noindex">
+            <title>\(HTMLPage.escape(title)) · siwa console</title>
+            <style>\(Self.stylesheet)</style>
+            </head>
+            <body>
+            <header><a class="brand" href="/admin">siwa console</a><nav aria-label="Sections">\(navigation)</nav>\(who)\
+            </header>
+            <main>
+            <h1>\(HTMLPage.escape(title))</h1>
+            \(main)
+            </main>
+            </body>
+            </html>
+            """
+    }
+
+    /// The page as a response with the headers every page of siwa carries.
+    func response(status: HTTPResponse.Status = .ok) -> Response {
+        var fields = HTTPFields()
+        fields[.contentType] = "text/html; charset=utf-8"
+        fields[.contentSecurityPolicy] = Self.contentSecurityPolicy
+        fields[.cacheControl] = "no-store"
+        fields[.xContentTypeOptions] = "nosniff"
+        fields[HTTPField.Name("Referrer-Policy")!] = "same-origin"
+        fields[HTTPField.Name("X-Frame-Options")!] = "DENY"
+        return Response(status: status, headers: fields, body: .init(byteBuffer: ByteBuffer(string: html)))
+    }
+
+    /// No script; the stylesheet by hash; forms post only here; never framed.
+    static let contentSecurityPolicy =
+        "default-src 'none'; style-src '\(styleHash)'; img-src 'self' data:; form-action 'self'; base-uri 'none'; "
+        + "frame-ancestors 'none'"
+
+    static let styleHash = "sha256-" + Data(SHA256.hash(data: Array(stylesheet.utf8))).base64EncodedString()
+
+    static let stylesheet = """
+        *{box-sizing:border-box}
+        html{font:15px/1.5 -apple-system,BlinkMacSystemFont,"Segoe UI",system-ui,sans-serif;color:#1d1d1f;\
+        background:#f5f5f7}
+        body{margin:0}
+        header{display:flex;flex-wrap:wrap;align-items:center;gap:.5rem 1.25rem;padding:.75rem 1.25rem;\
+        background:#1d1d1f;color:#fff}
+        header a{color:#fff;text-decoration:none}
+        .brand{font-weight:700}
+        nav{display:flex;flex-wrap:wrap;gap:.25rem 1rem}
+        nav a{padding:.25rem 0;border-bottom:2px solid transparent}
+        nav a[aria-current=page]{border-bottom-color:#fff}
+        .who{margin-left:auto;font-size:.875rem;color:#d2d2d7}
+        main{max-width:84rem;margin:0 auto;padding:1.25rem}
+        h1{font-size:1.5rem;margin:.25rem 0 1rem}
+        h2{font-size:1.15rem;margin:1.5rem 0 .5rem}
+        a{color:#0066cc}
+        a:focus-visible,button:focus-visible,input:focus-visible,select:focus-visible{outline:3px solid #0066cc;\
+        outline-offset:2px}
+        .cards{display:grid;grid-template-columns:repeat(auto-fit,minmax(11rem,1fr));gap:.75rem;margin:0 0 1rem}
+        .card{background:#fff;border-radius:12px;padding:.75rem 1rem;box-shadow:0 1px 6px rgba(0,0,0,.06)}
+        .card .value{font-size:1.6rem;font-weight:700}
+        .panel{background:#fff;border-radius:12px;padding:1rem;box-shadow:0 1px 6px rgba(0,0,0,.06);margin:0 0 1rem}
+        .scroll{overflow-x:auto}
+        table{border-collapse:collapse;width:100%;font-size:.875rem}
+        th,td{text-align:left;padding:.4rem .6rem;border-bottom:1px solid #e5e5ea;vertical-align:top}
+        td.number,th.number{text-align:right;font-variant-numeric:tabular-nums}
+        caption{text-align:left;font-weight:600;padding:.25rem 0}
+        svg.chart{display:block;max-width:100%;height:auto}
+        .legend{display:flex;flex-wrap:wrap;gap:.25rem 1rem;list-style:none;padding:0;margin:.5rem 0;\
+        font-size:.875rem}
+        .legend svg{vertical-align:-2px}
+        .badge{display:inline-block;padding:0 .5rem;border-radius:999px;background:#e8f0fe;color:#003d99;\
+        font-size:.75rem;font-weight:600}
+        .badge.warn{background:#fdecea;color:#8c1d18}
+        .badge.muted{background:#f5f5f7;color:#515154}
+        form.inline{display:inline}
+        form.search{display:flex;flex-wrap:wrap;gap:.5rem;margin:0 0 1rem}
+        input,select{font:inherit;padding:.4rem .6rem;border:1px solid #c7c7cc;border-radius:8px;min-height:40px}
+        input[type=search]{flex:1 1 16rem}
+        button{font:inherit;min-height:40px;padding:0 .9rem;border-radius:8px;border:1px solid #1d1d1f;\
+        background:#1d1d1f;color:#fff;cursor:pointer}
+        button.secondary{background:#fff;color:#1d1d1f}
+        button.danger{background:#b3261e;border-color:#b3261e}
+        dl{display:grid;grid-template-columns:minmax(8rem,auto) 1fr;gap:.35rem 1rem;margin:0}
+        dt{font-weight:600}
+        dd{margin:0;overflow-wrap:anywhere}
+        .notice{background:#fff;border-left:4px solid #0066cc;padding:.6rem .8rem;border-radius:6px;margin:0 0 1rem}
+        .notice.error{border-left-color:#b3261e}
+        .pager{display:flex;gap:1rem;margin:.75rem 0}
+        @media (max-width:40rem){main{padding:.75rem}.who{margin-left:0;width:100%}}
+        """
+}
