@@ -70,7 +70,11 @@ struct AsyncHTTPClientTransportTests {
             #expect(key.keyID == "test-key-2")
             #expect(cache.keyIDs == ["test-key-1", "test-key-2"])
         }
-        #expect(received.userAgents.withLock { $0 } == [AsyncHTTPClientTransport.defaultUserAgent])
+        // Every request carries siwa's User-Agent. (On a loaded machine the key set endpoint's 5 s attempt may time out
+        // and its retry be the one answered: two requests, both with it.)
+        let agents = received.userAgents.withLock { $0 }
+        #expect(!agents.isEmpty)
+        #expect(agents.allSatisfy { $0 == AsyncHTTPClientTransport.defaultUserAgent }, "\(agents)")
     }
 
     @Test func postsFormEncodedRevocation() async throws {
