@@ -32,6 +32,12 @@ public protocol AccountStore: Sendable {
     /// With `session`, the account's new session and its first refresh token are stored in the same transaction (the
     /// sign-in is then one write, and a session never exists without its account). A disabled account
     /// (``UserRecord/disabledAt``) is returned as it is and no session is started: the caller refuses the sign-in.
+    ///
+    /// A sign-in that starts a session is recorded in the audit log in that same write: an
+    /// ``AuditEventType/signIn`` event (actor the user, with the session's channel, the facts' client id and the
+    /// session id; details `account`: `new` or `returning`), preceded by ``AuditEventType/accountCreated`` for a new
+    /// account. Every sign-in of an account that is not disabled sets ``UserRecord/lastSignInAt`` to `now` (to within
+    /// ``UserRecord/lastSignInResolution``).
     func signIn(
         _ facts: AppleSignInFacts,
         startingSession session: NewSession?,
@@ -149,8 +155,8 @@ public protocol AccountStore: Sendable {
 
     // MARK: Sessions
 
-    /// Starts a session with its first refresh token.
-    func createSession(firstToken: RefreshTokenRecord, now: Date) async throws(StoreError)
+    /// Starts a session with its first refresh token, and how and from where it was started.
+    func createSession(firstToken: RefreshTokenRecord, metadata: SessionMetadata, now: Date) async throws(StoreError)
 
     /// Presents the refresh token with hash `presentedHash`. When it is current it is marked used and `next` is stored
     /// as the session's new token (`next.sessionID` and `next.userID` are taken from the presented token, whatever the
@@ -158,7 +164,8 @@ public protocol AccountStore: Sendable {
     /// used less than `reuseGrace` before `now`: then `next` is stored as another current token of the session and the
     /// answer is ``RotationOutcome/rotated(sessionID:userID:)`` (two browser tabs, or a client retrying after a lost
     /// answer, present one token at nearly the same time). Exactly one of several concurrent presentations of one
-    /// current token can rotate it.
+    /// current token can rotate it. A rotation is the session's ``SessionRecord/lastUsedAt`` (the presented token's
+    /// use time, written anyway).
     func rotateRefreshToken(
         presentedHash: [UInt8],
         next: RefreshTokenRecord,
@@ -169,7 +176,8 @@ public protocol AccountStore: Sendable {
 
     /// Checks a refresh token without rotating it, for the client contracts whose refresh answers only a new access
     /// token (ServiceStack's `GetAccessToken`, RentManager's `/api/auth/refresh`): their clients keep presenting the
-    /// same refresh token. Changes nothing, also for a used token.
+    /// same refresh token. Changes nothing, also for a used token, except that a current token's session records `now`
+    /// as its ``SessionRecord/lastUsedAt`` (to within ``SessionRecord/lastUseResolution``).
     func checkRefreshToken(presentedHash: [UInt8], now: Date) async throws(StoreError) -> RefreshTokenCheck
 
     /// The session a refresh token belongs to (for logout by refresh token).
@@ -222,6 +230,77 @@ public protocol AccountStore: Sendable {
     /// Deletes what can no longer be used: expired server nonces and web states, refresh tokens and revoked
     /// sessions past `retention` after their expiry or revocation, and deletion records older than `retention`.
     func purgeExpired(now: Date, retention: TimeInterval) async throws(StoreError) -> PurgeResult
+
+    // MARK: Operator console
+
+    /// Finds accounts for the console, `limit` at most per page, after `cursor` (from the previous page's
+    /// ``Page/next``).
+    ///
+    /// An empty `query` (or only whitespace) lists every account, newest first. Otherwise the accounts that match, in
+    /// this order: the account whose siwa id is `query` (any case), the account whose Apple `sub` is `query`, then
+    /// accounts whose email starts with it, then those whose given name does, then those whose family name does
+    /// (each ordered by that text, then id; case ignored as ``SearchKey`` does). An account is answered once, at its
+    /// first match. Anonymised accounts are included (status ``UserStatus/deleted``).
+    ///
+    /// Each step is one index range in SQL, so a page costs the same however many accounts there are.
+    /// - Throws: ``StoreError/Code/invalidInput`` for a cursor this store did not make for a search.
+    func searchUsers(
+        _ query: String,
+        limit: Int,
+        after cursor: PageCursor?
+    ) async throws(StoreError) -> Page<UserRecord>
+
+    /// How many accounts exist (not counting deleted or anonymised ones), and how many were created at or after each
+    /// of `createdSince`.
+    func accountTotals(createdSince: [Date]) async throws(StoreError) -> AccountTotals
+
+    /// A user's sessions for the console, at most `limit`: the active ones (``SessionRecord/isActive(at:)``), newest
+    /// first, then the ended ones, the most recently ended first.
+    func sessions(userID: UserID, now: Date, limit: Int) async throws(StoreError) -> [SessionRecord]
+
+    /// Appends an event to the audit log (``AuditEvent/limited()`` of it).
+    /// - Throws: ``StoreError/Code/duplicate`` for an event id already stored.
+    /// - Warning: Never a token, code, key or hash in an event (see ``AuditEvent``).
+    func appendAuditEvent(_ event: AuditEvent) async throws(StoreError)
+
+    /// The audit events that `filter` lets through, newest first (by time, then id), at most `limit`, after `cursor`
+    /// (from the previous page's ``Page/next``). Events appended meanwhile with a time before the cursor's appear on
+    /// a later page; none repeats and none is skipped.
+    /// - Throws: ``StoreError/Code/invalidInput`` for a cursor this store did not make for the audit log.
+    func auditEvents(
+        _ filter: AuditEventFilter,
+        limit: Int,
+        after cursor: PageCursor?
+    ) async throws(StoreError) -> Page<AuditEvent>
+
+    /// The audit events of `types` at or after `from` and before `until`, counted by UTC day, type, channel and
+    /// reason, ordered by day, type, channel and reason; only non-zero counts.
+    func auditEventCounts(
+        from: Date,
+        until: Date,
+        types: Set<AuditEventType>
+    ) async throws(StoreError) -> [AuditEventCount]
+
+    /// Deletes the audit events from before `before` (the retention), in batches that each hold the database
+    /// briefly. Returns how many went.
+    @discardableResult
+    func purgeAuditEvents(before: Date) async throws(StoreError) -> Int
+
+    /// Grants the admin role to `subject` and records ``AuditEventType/adminGranted``, in one transaction. Returns
+    /// `false` (and changes nothing) when it is granted already.
+    @discardableResult
+    func grantAdmin(_ subject: AdminSubject, by actor: AuditActor, now: Date) async throws(StoreError) -> Bool
+
+    /// Revokes the admin role of `subject` and records ``AuditEventType/adminRevoked``, in one transaction. Returns
+    /// `false` (and changes nothing) when it was not granted.
+    @discardableResult
+    func revokeAdmin(_ subject: AdminSubject, by actor: AuditActor, now: Date) async throws(StoreError) -> Bool
+
+    /// Every admin grant, oldest first.
+    func adminGrants() async throws(StoreError) -> [AdminGrant]
+
+    /// Whether `subject` holds the admin role in the store (one key lookup).
+    func isAdmin(_ subject: AdminSubject) async throws(StoreError) -> Bool
 
     // MARK: Health
 
@@ -279,6 +358,11 @@ extension AccountStore {
         now: Date
     ) async throws(StoreError) -> RotationOutcome {
         try await rotateRefreshToken(presentedHash: presentedHash, next: next, now: now, reuseGrace: 0)
+    }
+
+    /// Starts a session with no metadata.
+    public func createSession(firstToken: RefreshTokenRecord, now: Date) async throws(StoreError) {
+        try await createSession(firstToken: firstToken, metadata: SessionMetadata(), now: now)
     }
 
     /// Finds or creates the account, without starting a session.

@@ -8,23 +8,28 @@ public import Foundation
 
 /// An ``AccountStore`` in memory: for tests and trying siwa out. Everything is lost when the process ends.
 public actor InMemoryAccountStore: AccountStore {
-    private struct StoredToken {
+    struct StoredToken {
         var record: RefreshTokenRecord
         var usedAt: Date?
+        /// When ``checkRefreshToken(presentedHash:now:)`` last found it current (see
+        /// ``SessionRecord/lastUseResolution``).
+        var lastCheckedAt: Date?
     }
 
-    private struct StoredSession {
+    struct StoredSession {
         var userID: UserID
         var createdAt: Date
         var revokedAt: Date?
+        var metadata = SessionMetadata()
     }
 
-    private var users: [UserID: UserRecord] = [:]
+    // Internal rather than private: `InMemoryAccountStore+Console.swift` reads them.
+    var users: [UserID: UserRecord] = [:]
     private var userByApple: [AppleUserID: UserID] = [:]
     private var creationOrder: [UserID] = []
     private var appleTokens: [UserID: AppleTokenRecord] = [:]
-    private var sessions: [SessionID: StoredSession] = [:]
-    private var tokens: [[UInt8]: StoredToken] = [:]
+    var sessions: [SessionID: StoredSession] = [:]
+    var tokens: [[UInt8]: StoredToken] = [:]
     private var nonces: [[UInt8]: Date] = [:]
     private var keys: [SigningKeyRecord] = []
     private var deletions: [AccountDeletion] = []
@@ -32,6 +37,9 @@ public actor InMemoryAccountStore: AccountStore {
     private var notifications: [AppleNotificationRecord] = []
     private var webStates: [[UInt8]: (state: WebFlowState, usedAt: Date?)] = [:]
     private var transfers: [UserID: AppleTransferRecord] = [:]
+    /// The audit log, in append order (``InMemoryAccountStore+Console.swift``).
+    var auditLog: [AuditEvent] = []
+    var adminGrantsBySubject: [AdminSubject: AdminGrant] = [:]
 
     public init() {}
 
@@ -44,7 +52,7 @@ public actor InMemoryAccountStore: AccountStore {
         isUnavailable = unavailable
     }
 
-    private func checkAvailable() throws(StoreError) {
+    func checkAvailable() throws(StoreError) {
         if isUnavailable { throw StoreError(.unavailable, "the in-memory store is switched off") }
     }
 
@@ -58,17 +66,51 @@ public actor InMemoryAccountStore: AccountStore {
         if let session, sessions[session.sessionID] != nil || tokens[session.refreshTokenHash] != nil {
             throw StoreError(.duplicate, "session or token exists")
         }
-        let outcome = try findOrCreate(facts, now: now)
-        if let session, !outcome.user.isDisabled {
+        var outcome = try findOrCreate(facts, now: now)
+        guard !outcome.user.isDisabled else { return outcome }
+        let id = outcome.user.id
+        if let last = outcome.user.lastSignInAt, now.timeIntervalSince(last) < UserRecord.lastSignInResolution {
+            // Recorded recently enough: nothing to write.
+        } else {
+            outcome.user.lastSignInAt = now
+            users[id]?.lastSignInAt = now
+        }
+        if let session {
             try createSession(
                 firstToken: RefreshTokenRecord(
                     hash: session.refreshTokenHash,
                     sessionID: session.sessionID,
-                    userID: outcome.user.id,
+                    userID: id,
                     issuedAt: session.issuedAt,
                     expiresAt: session.expiresAt
                 ),
+                metadata: session.metadata,
                 now: now
+            )
+            if outcome.isNewUser {
+                auditLog.append(
+                    AuditEvent(
+                        time: now,
+                        type: .accountCreated,
+                        userID: id,
+                        actor: .user,
+                        channel: session.metadata.channel,
+                        clientID: facts.clientID,
+                        sessionID: session.sessionID
+                    )
+                )
+            }
+            auditLog.append(
+                AuditEvent(
+                    time: now,
+                    type: .signIn,
+                    userID: id,
+                    actor: .user,
+                    channel: session.metadata.channel,
+                    clientID: facts.clientID,
+                    sessionID: session.sessionID,
+                    details: ["account": outcome.isNewUser ? "new" : "returning"]
+                )
             )
         }
         return outcome
@@ -128,8 +170,8 @@ public actor InMemoryAccountStore: AccountStore {
     public func user(appleUserID: AppleUserID) -> UserRecord? { userByApple[appleUserID].flatMap { users[$0] } }
 
     public func users(email: String) -> [UserRecord] {
-        let email = email.lowercased()
-        return creationOrder.compactMap { users[$0] }.filter { $0.email?.lowercased() == email }
+        let email = SearchKey.of(email)
+        return creationOrder.compactMap { users[$0] }.filter { $0.email.map(SearchKey.of) == email }
     }
 
     public func users(limit: Int, after: UserID?) -> [UserRecord] {
@@ -377,13 +419,17 @@ public actor InMemoryAccountStore: AccountStore {
 
     public func appleToken(userID: UserID) -> AppleTokenRecord? { appleTokens[userID] }
 
-    public func createSession(firstToken: RefreshTokenRecord, now: Date) throws(StoreError) {
+    public func createSession(
+        firstToken: RefreshTokenRecord,
+        metadata: SessionMetadata,
+        now: Date
+    ) throws(StoreError) {
         try checkAvailable()
         guard users[firstToken.userID] != nil else { throw StoreError(.notFound, "no user for the session") }
         guard sessions[firstToken.sessionID] == nil, tokens[firstToken.hash] == nil else {
             throw StoreError(.duplicate, "session or token exists")
         }
-        sessions[firstToken.sessionID] = StoredSession(userID: firstToken.userID, createdAt: now)
+        sessions[firstToken.sessionID] = StoredSession(userID: firstToken.userID, createdAt: now, metadata: metadata)
         tokens[firstToken.hash] = StoredToken(record: firstToken)
     }
 
@@ -428,6 +474,11 @@ public actor InMemoryAccountStore: AccountStore {
         if session.revokedAt != nil { return .revoked(sessionID: sessionID, userID: userID) }
         if stored.usedAt != nil { return .used(sessionID: sessionID, userID: userID) }
         if stored.record.expiresAt <= now { return .expired }
+        if let last = stored.lastCheckedAt, now.timeIntervalSince(last) < SessionRecord.lastUseResolution {
+            // Recorded recently enough: nothing to write.
+        } else {
+            tokens[presentedHash]?.lastCheckedAt = now
+        }
         return .current(sessionID: sessionID, userID: userID)
     }
 

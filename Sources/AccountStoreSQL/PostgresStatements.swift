@@ -15,7 +15,7 @@ import Foundation
 enum PostgresStatements {
     /// The columns of ``SQLRecords/userColumns``, in that order.
     typealias UserRow = (
-        String, String, String, String?, Int64, Int64, Int64, String?, String?, Int64, Int64, Int64?, Int64?
+        String, String, String, String?, Int64, Int64, Int64, String?, String?, Int64, Int64, Int64?, Int64?, Int64?
     )
 
     static func user(_ row: UserRow) throws(StoreError) -> UserRecord {
@@ -32,15 +32,16 @@ enum PostgresStatements {
             createdAt: SQLValue.date(milliseconds: row.9),
             updatedAt: SQLValue.date(milliseconds: row.10),
             appleConsentRevokedAt: row.11.map(SQLValue.date),
-            disabledAt: row.12.map(SQLValue.date)
+            disabledAt: row.12.map(SQLValue.date),
+            lastSignInAt: row.13.map(SQLValue.date)
         )
     }
 
-    /// A returning user's sign-in with its new session: the account's update (``SQLAccountUpdate``, `$1…$8`; when it
-    /// changes nothing, the account as it is) and the inserts of the session and its first refresh token, which a
-    /// disabled account does not get. No row: no account has this Apple user id.
+    /// A returning user's sign-in with its new session: the account's update (``SQLAccountUpdate``, `$1…$11`; when it
+    /// changes nothing, the account as it is) and the inserts of the session, its first refresh token and the sign-in's
+    /// audit event, which a disabled account does not get. No row: no account has this Apple user id.
     struct SignInReturningUser: PostgresPreparedStatement {
-        static let name = "siwa_sign_in_returning_user_v3"
+        static let name = "siwa_sign_in_returning_user_v4"
         static let sql = """
             WITH u AS (
                 \(SQLAccountUpdate.sql { "$\($0.rawValue)" })
@@ -50,15 +51,22 @@ enum PostgresStatements {
                 UNION ALL
                 \(SQLAccountUpdate.existing { "$\($0.rawValue)" }) AND NOT EXISTS (SELECT 1 FROM u)
             ), s AS (
-                INSERT INTO sessions (id, user_id, created_at) SELECT $9, id, $7 FROM a WHERE disabled_at IS NULL
+                INSERT INTO sessions (id, user_id, created_at, channel, user_agent, client_address)
+                SELECT $12, id, $7, $16, $17, $18 FROM a WHERE disabled_at IS NULL
             ), t AS (
                 INSERT INTO refresh_tokens (hash, session_id, user_id, issued_at, expires_at)
-                SELECT $10, $9, id, $11, $12 FROM a WHERE disabled_at IS NULL
+                SELECT $13, $12, id, $14, $15 FROM a WHERE disabled_at IS NULL
+            ), e AS (
+                \(SQLAuditLog.returningSignIn(
+                    id: "$19", now: "$7", channel: "$16", clientID: "$1", sessionID: "$12",
+                    from: "a WHERE disabled_at IS NULL"
+                ))
             )
             SELECT \(SQLRecords.userColumns) FROM a
             """
         static let bindingDataTypes: [PostgresDataType] = [
-            .text, .text, .int8, .int8, .text, .text, .int8, .text, .text, .text, .int8, .int8,
+            .text, .text, .int8, .int8, .text, .text, .int8, .text, .text, .text, .text,
+            .text, .text, .int8, .int8, .text, .text, .text, .text,
         ]
         typealias Row = UserRow
 
@@ -70,13 +78,20 @@ enum PostgresStatements {
         var familyName: String?
         var now: Int64
         var appleUserID: String
+        var emailKey: String?
+        var givenNameKey: String?
+        var familyNameKey: String?
         var sessionID: String
         var refreshTokenHash: String
         var issuedAt: Int64
         var expiresAt: Int64
+        var channel: String?
+        var userAgent: String?
+        var clientAddress: String?
+        var eventID: String
 
         func makeBindings() throws -> PostgresBindings {
-            var bindings = PostgresBindings(capacity: 12)
+            var bindings = PostgresBindings(capacity: 19)
             bindings.append(clientID)
             bindings.append(email)
             bindings.append(emailVerified)
@@ -85,10 +100,17 @@ enum PostgresStatements {
             bindings.append(familyName)
             bindings.append(now)
             bindings.append(appleUserID)
+            bindings.append(emailKey)
+            bindings.append(givenNameKey)
+            bindings.append(familyNameKey)
             bindings.append(sessionID)
             bindings.append(refreshTokenHash)
             bindings.append(issuedAt)
             bindings.append(expiresAt)
+            bindings.append(channel)
+            bindings.append(userAgent)
+            bindings.append(clientAddress)
+            bindings.append(eventID)
             return bindings
         }
 

@@ -26,9 +26,23 @@ extension SQLAccountStore {
             (
                 id: session.sessionID.description, hash: SQLValue.hex(session.refreshTokenHash),
                 issuedAt: try SQLValue.milliseconds(session.issuedAt),
-                expiresAt: try SQLValue.milliseconds(session.expiresAt)
+                expiresAt: try SQLValue.milliseconds(session.expiresAt),
+                channel: session.metadata.channel?.rawValue, userAgent: session.metadata.userAgent,
+                clientAddress: session.metadata.clientAddress
             )
         }
+        // The sign-in's audit events (a new account's creation and the sign-in), when it starts a session.
+        let signInEvent = session.map { session in
+            AuditEvent(
+                time: now,
+                type: .signIn,
+                actor: .user,
+                channel: session.metadata.channel,
+                clientID: facts.clientID,
+                sessionID: session.sessionID
+            )
+        }
+        let createdEventID = UUID()
         let now = try SQLValue.milliseconds(now)
         let appleUserID = facts.appleUserID.rawValue
         let clientID = facts.clientID.rawValue
@@ -40,6 +54,9 @@ extension SQLAccountStore {
         let newIsPrivateEmail = email == nil ? nil : facts.isPrivateEmail.map(SQLValue.flag)
         let givenName = facts.givenName.flatMap { $0.isEmpty ? nil : $0 }
         let familyName = facts.familyName.flatMap { $0.isEmpty ? nil : $0 }
+        let emailKey = email.map(SearchKey.of)
+        let givenNameKey = givenName.map(SearchKey.of)
+        let familyNameKey = familyName.map(SearchKey.of)
         let newID = UserID().description
         let transferSub = facts.transferSub?.rawValue
         let linkEmail = facts.linkableEmail
@@ -53,6 +70,9 @@ extension SQLAccountStore {
             case .familyName: familyName
             case .now: now
             case .appleUserID: appleUserID
+            case .emailKey: emailKey
+            case .givenNameKey: givenNameKey
+            case .familyNameKey: familyNameKey
             }
         }
 
@@ -69,10 +89,17 @@ extension SQLAccountStore {
                 familyName: familyName,
                 now: now,
                 appleUserID: appleUserID,
+                emailKey: emailKey,
+                givenNameKey: givenNameKey,
+                familyNameKey: familyNameKey,
                 sessionID: sessionRow.id,
                 refreshTokenHash: sessionRow.hash,
                 issuedAt: sessionRow.issuedAt,
-                expiresAt: sessionRow.expiresAt
+                expiresAt: sessionRow.expiresAt,
+                channel: sessionRow.channel,
+                userAgent: sessionRow.userAgent,
+                clientAddress: sessionRow.clientAddress,
+                eventID: AuditLogPosition.text(signInEvent?.id ?? UUID())
             )
             do {
                 let row = try await postgres("sign in") { connection, logger in
@@ -95,12 +122,15 @@ extension SQLAccountStore {
                         """
                         INSERT INTO returning_sign_ins (
                             client_id, email, email_verified, is_private_email, given_name, family_name, now,
-                            apple_user_id, session_id, refresh_token_hash, issued_at, expires_at
+                            apple_user_id, email_key, given_name_key, family_name_key, session_id, refresh_token_hash,
+                            issued_at, expires_at, channel, user_agent, client_address, event_id
                         ) VALUES (
                             \(bind: clientID), \(bind: email), \(bind: newEmailVerified), \(bind: newIsPrivateEmail),
                             \(bind: givenName), \(bind: familyName), \(bind: now), \(bind: appleUserID),
-                            \(bind: sessionRow.id), \(bind: sessionRow.hash), \(bind: sessionRow.issuedAt),
-                            \(bind: sessionRow.expiresAt)
+                            \(bind: emailKey), \(bind: givenNameKey), \(bind: familyNameKey), \(bind: sessionRow.id),
+                            \(bind: sessionRow.hash), \(bind: sessionRow.issuedAt), \(bind: sessionRow.expiresAt),
+                            \(bind: sessionRow.channel), \(bind: sessionRow.userAgent), \(bind: sessionRow.clientAddress),
+                            \(bind: AuditLogPosition.text(signInEvent?.id ?? UUID()))
                         )
                         """
                     ).run()
@@ -129,8 +159,11 @@ extension SQLAccountStore {
                 let userID = outcome.user.id.description
                 try await database.raw(
                     """
-                    INSERT INTO sessions (id, user_id, created_at)
-                    VALUES (\(bind: sessionRow.id), \(bind: userID), \(bind: now))
+                    INSERT INTO sessions (id, user_id, created_at, channel, user_agent, client_address)
+                    VALUES (
+                        \(bind: sessionRow.id), \(bind: userID), \(bind: now), \(bind: sessionRow.channel),
+                        \(bind: sessionRow.userAgent), \(bind: sessionRow.clientAddress)
+                    )
                     """
                 ).run()
                 try await database.raw(
@@ -142,6 +175,18 @@ extension SQLAccountStore {
                     )
                     """
                 ).run()
+                if var event = signInEvent {
+                    event.userID = outcome.user.id
+                    event.details = ["account": outcome.isNewUser ? "new" : "returning"]
+                    if outcome.isNewUser {
+                        var created = event
+                        created.id = createdEventID
+                        created.type = .accountCreated
+                        created.details = [:]
+                        try await database.raw(SQLAuditLog.insert(created)).run()
+                    }
+                    try await database.raw(SQLAuditLog.insert(event)).run()
+                }
             }
             return outcome
         }
@@ -173,12 +218,13 @@ extension SQLAccountStore {
             let inserted = try await database.raw(
                 """
                 INSERT INTO users (
-                    id, apple_user_id, client_id, email, email_verified, is_private_email, email_forwarding,
-                    given_name, family_name, created_at, updated_at
+                    id, apple_user_id, client_id, email, email_key, email_verified, is_private_email, email_forwarding,
+                    given_name, given_name_key, family_name, family_name_key, created_at, updated_at, last_sign_in_at
                 ) VALUES (
-                    \(bind: newID), \(bind: appleUserID), \(bind: clientID), \(bind: email),
+                    \(bind: newID), \(bind: appleUserID), \(bind: clientID), \(bind: email), \(bind: emailKey),
                     \(bind: SQLValue.flag(emailVerified)), \(bind: SQLValue.flag(isPrivateEmail)), 1,
-                    \(bind: givenName), \(bind: familyName), \(bind: now), \(bind: now)
+                    \(bind: givenName), \(bind: givenNameKey), \(bind: familyName), \(bind: familyNameKey),
+                    \(bind: now), \(bind: now), \(bind: now)
                 )
                 ON CONFLICT (apple_user_id) DO NOTHING
                 RETURNING \(unsafeRaw: SQLRecords.userColumns)
@@ -206,7 +252,7 @@ extension SQLAccountStore {
         let match = try await database.raw(
             """
             SELECT id, apple_consent_revoked_at FROM users
-            WHERE lower(email) = lower(\(bind: email)) AND email_verified = 1 AND is_private_email = 0
+            WHERE email_key = \(bind: SearchKey.of(email)) AND email_verified = 1 AND is_private_email = 0
                 AND apple_user_id <> \(bind: appleUserID)
             ORDER BY created_at, id LIMIT 1
             """
@@ -248,13 +294,14 @@ extension SQLAccountStore {
         }
     }
 
-    /// Uses the `lower(email)` index; `lower` folds ASCII letters on SQLite, and more on PostgreSQL.
+    /// Uses the `email_key` index (``SearchKey``: every letter folded, on SQLite too).
     public func users(email: String) async throws(StoreError) -> [UserRecord] {
-        try await read("find users by email") { database in
+        let key = SearchKey.of(email)
+        return try await read("find users by email") { database in
             try await database.raw(
                 """
                 SELECT \(unsafeRaw: SQLRecords.userColumns) FROM users
-                WHERE lower(email) = lower(\(bind: email))
+                WHERE email_key = \(bind: key)
                 ORDER BY created_at, id
                 """
             ).all().map(SQLRecords.user)

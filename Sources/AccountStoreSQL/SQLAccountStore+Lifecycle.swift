@@ -500,8 +500,9 @@ extension SQLAccountStore {
                 """
                 UPDATE users SET
                     apple_user_id = \(bind: "anonymised:\(userID)"),
-                    email = NULL, email_verified = 0, is_private_email = 0,
-                    given_name = NULL, family_name = NULL, updated_at = \(bind: now)
+                    email = NULL, email_key = NULL, email_verified = 0, is_private_email = 0,
+                    given_name = NULL, given_name_key = NULL, family_name = NULL, family_name_key = NULL,
+                    updated_at = \(bind: now)
                 WHERE id = \(bind: userID)
                 """
             ).run()

@@ -8,7 +8,11 @@ public import Foundation
 #endif
 
 extension SQLAccountStore {
-    public func createSession(firstToken: RefreshTokenRecord, now: Date) async throws(StoreError) {
+    public func createSession(
+        firstToken: RefreshTokenRecord,
+        metadata: SessionMetadata,
+        now: Date
+    ) async throws(StoreError) {
         let sessionID = firstToken.sessionID.description
         let userID = firstToken.userID.description
         let hash = SQLValue.hex(firstToken.hash)
@@ -21,8 +25,11 @@ extension SQLAccountStore {
             }
             try await database.raw(
                 """
-                INSERT INTO sessions (id, user_id, created_at)
-                VALUES (\(bind: sessionID), \(bind: userID), \(bind: now))
+                INSERT INTO sessions (id, user_id, created_at, channel, user_agent, client_address)
+                VALUES (
+                    \(bind: sessionID), \(bind: userID), \(bind: now), \(bind: metadata.channel?.rawValue),
+                    \(bind: metadata.userAgent), \(bind: metadata.clientAddress)
+                )
                 """
             ).run()
             try await database.raw(
@@ -164,6 +171,8 @@ extension SQLAccountStore {
         }
     }
 
+    /// One read; a current token whose last check is at least ``SessionRecord/lastUseResolution`` old (at most once
+    /// a minute per session) is then marked checked, by one more statement.
     public func checkRefreshToken(presentedHash: [UInt8], now: Date) async throws(StoreError) -> RefreshTokenCheck {
         let presented = SQLValue.hex(presentedHash)
         let now = try SQLValue.milliseconds(now)
@@ -171,7 +180,7 @@ extension SQLAccountStore {
             try await database.raw(
                 """
                 SELECT t.session_id AS session_id, t.user_id AS user_id, t.used_at AS used_at,
-                    t.expires_at AS expires_at, s.revoked_at AS revoked_at
+                    t.expires_at AS expires_at, t.last_checked_at AS last_checked_at, s.revoked_at AS revoked_at
                 FROM refresh_tokens t JOIN sessions s ON s.id = t.session_id
                 WHERE t.hash = \(bind: presented)
                 """
@@ -181,7 +190,8 @@ extension SQLAccountStore {
                     userID: try row.decode(column: "user_id", as: String.self),
                     used: try row.decode(column: "used_at", as: Int64?.self) != nil,
                     revoked: try row.decode(column: "revoked_at", as: Int64?.self) != nil,
-                    expiresAt: try row.decode(column: "expires_at", as: Int64.self)
+                    expiresAt: try row.decode(column: "expires_at", as: Int64.self),
+                    lastCheckedAt: try row.decode(column: "last_checked_at", as: Int64?.self)
                 )
             }
         }
@@ -191,6 +201,18 @@ extension SQLAccountStore {
         if found.revoked { return .revoked(sessionID: sessionID, userID: userID) }
         if found.used { return .used(sessionID: sessionID, userID: userID) }
         if found.expiresAt <= now { return .expired }
+        let resolution = Int64(SessionRecord.lastUseResolution * 1_000)
+        if (found.lastCheckedAt ?? Int64.min) <= now - resolution {
+            try await writeStatements("record a refresh token's check") { database in
+                try await database.raw(
+                    """
+                    UPDATE refresh_tokens SET last_checked_at = \(bind: now)
+                    WHERE hash = \(bind: presented)
+                        AND (last_checked_at IS NULL OR last_checked_at <= \(bind: now - resolution))
+                    """
+                ).run()
+            }
+        }
         return .current(sessionID: sessionID, userID: userID)
     }
 

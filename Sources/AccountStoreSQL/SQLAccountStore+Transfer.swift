@@ -143,6 +143,7 @@ extension SQLAccountStore {
                     """
                     UPDATE users SET
                         email = \(bind: email),
+                        email_key = \(bind: SearchKey.of(email)),
                         is_private_email = COALESCE(\(bind: isPrivateEmail), is_private_email),
                         updated_at = \(bind: now)
                     WHERE id = \(bind: userID)

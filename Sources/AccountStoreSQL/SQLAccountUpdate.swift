@@ -1,17 +1,21 @@
+import AccountStore
 import SQLKit
 
 /// A returning user's account update, written once for the three places that run it: the generic sign-in transaction
 /// (SQLKit binds), PostgreSQL's prepared statement (`$n` parameters) and SQLite's sign-in trigger (`NEW.column`).
 ///
-/// The email changes only together with its flags; a stored name is never replaced or blanked; the Apple consent
-/// mark is cleared (the user just signed in with Apple again). A sign-in that changes nothing writes nothing (no row
-/// lock, `updated_at` kept): concurrent sign-ins of one user do not queue on the row, and the account is then read
-/// instead (``existing(_:)``).
+/// The email changes only together with its flags; a stored name is never replaced or blanked; each keeps its search
+/// key (``SearchKey``, computed in Swift) beside it; the Apple consent mark is cleared (the user just signed in with
+/// Apple again); the last sign-in moves (an account that is not disabled, when the recorded one is at least
+/// ``UserRecord/lastSignInResolution`` old). A sign-in that changes nothing writes nothing (no row lock, `updated_at`
+/// kept): concurrent sign-ins of one user do not queue on the row, and the account is then read instead
+/// (``existing(_:)``). Moving only the last sign-in keeps `updated_at`, so that user caches are not refreshed for it.
 enum SQLAccountUpdate {
-    /// The update's inputs, in the order of PostgreSQL's `$1…$8`.
+    /// The update's inputs, in the order of PostgreSQL's `$1…$11`.
     enum Value: Int, CaseIterable {
         case clientID = 1
         case email, emailVerified, isPrivateEmail, givenName, familyName, now, appleUserID
+        case emailKey, givenNameKey, familyNameKey
 
         /// The column name used for the value in SQLite's trigger view.
         var column: String {
@@ -24,34 +28,50 @@ enum SQLAccountUpdate {
             case .familyName: "family_name"
             case .now: "now"
             case .appleUserID: "apple_user_id"
+            case .emailKey: "email_key"
+            case .givenNameKey: "given_name_key"
+            case .familyNameKey: "family_name_key"
             }
         }
     }
 
     /// The `UPDATE … RETURNING` statement, with each input written as `value` renders it.
     static func sql(_ value: (Value) -> String) -> String {
-        """
-        UPDATE users SET
-            client_id = \(value(.clientID)),
-            email = COALESCE(\(value(.email)), email),
-            email_verified = COALESCE(\(value(.emailVerified)), email_verified),
-            is_private_email = COALESCE(\(value(.isPrivateEmail)), is_private_email),
-            given_name = COALESCE(given_name, \(value(.givenName))),
-            family_name = COALESCE(family_name, \(value(.familyName))),
-            updated_at = \(value(.now)),
-            apple_consent_revoked_at = NULL
-        WHERE apple_user_id = \(value(.appleUserID)) AND (
+        let changes = """
             client_id IS DISTINCT FROM \(value(.clientID))
-            OR (\(value(.email)) IS NOT NULL AND (
-                email IS DISTINCT FROM \(value(.email))
-                OR email_verified IS DISTINCT FROM COALESCE(\(value(.emailVerified)), email_verified)
-                OR is_private_email IS DISTINCT FROM COALESCE(\(value(.isPrivateEmail)), is_private_email)
-            ))
-            OR (given_name IS NULL AND \(value(.givenName)) IS NOT NULL)
-            OR (family_name IS NULL AND \(value(.familyName)) IS NOT NULL)
-            OR apple_consent_revoked_at IS NOT NULL
-        )
-        """
+                OR (\(value(.email)) IS NOT NULL AND (
+                    email IS DISTINCT FROM \(value(.email))
+                    OR email_verified IS DISTINCT FROM COALESCE(\(value(.emailVerified)), email_verified)
+                    OR is_private_email IS DISTINCT FROM COALESCE(\(value(.isPrivateEmail)), is_private_email)
+                ))
+                OR (given_name IS NULL AND \(value(.givenName)) IS NOT NULL)
+                OR (family_name IS NULL AND \(value(.familyName)) IS NOT NULL)
+                OR apple_consent_revoked_at IS NOT NULL
+            """
+        let resolution = Int64(UserRecord.lastSignInResolution * 1_000)
+        let signInDue = """
+            disabled_at IS NULL
+                AND (last_sign_in_at IS NULL OR last_sign_in_at <= \(value(.now)) - \(resolution))
+            """
+        return """
+            UPDATE users SET
+                client_id = \(value(.clientID)),
+                email = COALESCE(\(value(.email)), email),
+                email_key = COALESCE(\(value(.emailKey)), email_key),
+                email_verified = COALESCE(\(value(.emailVerified)), email_verified),
+                is_private_email = COALESCE(\(value(.isPrivateEmail)), is_private_email),
+                given_name = COALESCE(given_name, \(value(.givenName))),
+                given_name_key = COALESCE(given_name_key, \(value(.givenNameKey))),
+                family_name = COALESCE(family_name, \(value(.familyName))),
+                family_name_key = COALESCE(family_name_key, \(value(.familyNameKey))),
+                updated_at = CASE WHEN \(changes) THEN \(value(.now)) ELSE updated_at END,
+                last_sign_in_at = CASE WHEN \(signInDue) THEN \(value(.now)) ELSE last_sign_in_at END,
+                apple_consent_revoked_at = NULL
+            WHERE apple_user_id = \(value(.appleUserID)) AND (
+                \(changes)
+                OR \(signInDue)
+            )
+            """
     }
 
     /// The account as it is, for a sign-in whose update changed nothing.

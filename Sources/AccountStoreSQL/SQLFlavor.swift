@@ -14,3 +14,13 @@ enum SQLFlavor: Sendable {
         }
     }
 }
+
+/// The type of a text column compared by its UTF-8 bytes, so that an index on it serves prefix ranges
+/// (`key >= prefix AND key < upper`), written for the database at hand: SQLite's default collation (`BINARY`) is
+/// bytewise; on PostgreSQL the database's default collation may be a language's (under which such a range is not a
+/// prefix, and `_` or `-` are ignored), so the column takes `"C"`.
+struct SQLBytewiseText: SQLExpression {
+    func serialize(to serializer: inout SQLSerializer) {
+        serializer.write(serializer.dialect.name == "postgresql" ? #"TEXT COLLATE "C""# : "TEXT")
+    }
+}

@@ -12,7 +12,7 @@ import Foundation
 enum SQLRecords {
     static let userColumns = """
         id, apple_user_id, client_id, email, email_verified, is_private_email, email_forwarding, given_name, \
-        family_name, created_at, updated_at, apple_consent_revoked_at, disabled_at
+        family_name, created_at, updated_at, apple_consent_revoked_at, disabled_at, last_sign_in_at
         """
 
     static let appleTokenColumns = "user_id, client_id, sealed_refresh_token, stored_at, last_validated_at"
@@ -35,7 +35,8 @@ enum SQLRecords {
             appleConsentRevokedAt: try row.decode(column: "apple_consent_revoked_at", as: Int64?.self).map(
                 SQLValue.date
             ),
-            disabledAt: try row.decode(column: "disabled_at", as: Int64?.self).map(SQLValue.date)
+            disabledAt: try row.decode(column: "disabled_at", as: Int64?.self).map(SQLValue.date),
+            lastSignInAt: try row.decode(column: "last_sign_in_at", as: Int64?.self).map(SQLValue.date)
         )
     }
 

@@ -143,10 +143,91 @@ enum SQLSchema {
             "ALTER TABLE users ADD COLUMN disabled_at BIGINT",
             "CREATE INDEX users_by_email ON users (lower(email))",
         ],
+        // 5: the operator console. Accounts get search keys compared bytewise (lower-cased as `SearchKey` does: the
+        // statements fold ASCII letters, `finish` the others) and their last sign-in (for existing accounts, their
+        // newest session's); sessions get how and from where they started; refresh tokens when a non-rotating
+        // contract last checked them (with `used_at`, the session's last use); the audit log and admin grants.
+        [
+            "ALTER TABLE users ADD COLUMN email_key \(SQLBytewiseText())",
+            "ALTER TABLE users ADD COLUMN given_name_key \(SQLBytewiseText())",
+            "ALTER TABLE users ADD COLUMN family_name_key \(SQLBytewiseText())",
+            "ALTER TABLE users ADD COLUMN last_sign_in_at BIGINT",
+            """
+            UPDATE users SET
+                email_key = lower(email), given_name_key = lower(given_name), family_name_key = lower(family_name),
+                last_sign_in_at = (SELECT MAX(created_at) FROM sessions WHERE sessions.user_id = users.id)
+            """,
+            "DROP INDEX users_by_email",
+            "CREATE INDEX users_by_email_key ON users (email_key, id)",
+            "CREATE INDEX users_by_given_name_key ON users (given_name_key, id)",
+            "CREATE INDEX users_by_family_name_key ON users (family_name_key, id)",
+            "ALTER TABLE sessions ADD COLUMN channel TEXT",
+            "ALTER TABLE sessions ADD COLUMN user_agent TEXT",
+            "ALTER TABLE sessions ADD COLUMN client_address TEXT",
+            "DROP INDEX sessions_by_user",
+            "CREATE INDEX sessions_by_user ON sessions (user_id, created_at)",
+            "ALTER TABLE refresh_tokens ADD COLUMN last_checked_at BIGINT",
+            """
+            CREATE TABLE audit_events (
+                id \(SQLBytewiseText()) NOT NULL PRIMARY KEY,
+                occurred_at BIGINT NOT NULL,
+                type \(SQLBytewiseText()) NOT NULL,
+                user_id TEXT,
+                actor TEXT NOT NULL,
+                actor_subject TEXT,
+                channel \(SQLBytewiseText()),
+                client_id TEXT,
+                reason \(SQLBytewiseText()),
+                session_id TEXT,
+                details TEXT
+            )
+            """,
+            "CREATE INDEX audit_events_by_time ON audit_events (occurred_at, id)",
+            "CREATE INDEX audit_events_by_user ON audit_events (user_id, occurred_at, id)",
+            "CREATE INDEX audit_events_by_type ON audit_events (type, occurred_at, id)",
+            """
+            CREATE TABLE admin_grants (
+                subject TEXT NOT NULL PRIMARY KEY,
+                granted_by TEXT NOT NULL,
+                granted_by_subject TEXT,
+                granted_at BIGINT NOT NULL
+            )
+            """,
+        ],
     ]
 
     /// The schema version this build of siwa writes.
     static var currentVersion: Int { migrations.count }
+
+    /// Tests only: the version to migrate to instead of ``currentVersion``, to make a database as an older siwa left
+    /// it (and then open it with this one).
+    @TaskLocal static var migrationTarget: Int?
+
+    /// What a migration does in Swift after its statements, in the same transaction. Version 5: the search keys of
+    /// emails and names that are not all ASCII, which `lower` left unfolded (``SearchKey`` folds every letter).
+    static func finish(_ version: Int, _ database: any SQLDatabase) async throws {
+        guard version == 5 else { return }
+        let rows = try await database.raw(
+            """
+            SELECT id, email, given_name, family_name FROM users
+            WHERE length(email) <> octet_length(email) OR length(given_name) <> octet_length(given_name)
+                OR length(family_name) <> octet_length(family_name)
+            """
+        ).all()
+        for row in rows {
+            let id = try row.decode(column: "id", as: String.self)
+            let email = try row.decode(column: "email", as: String?.self).map(SearchKey.of)
+            let givenName = try row.decode(column: "given_name", as: String?.self).map(SearchKey.of)
+            let familyName = try row.decode(column: "family_name", as: String?.self).map(SearchKey.of)
+            try await database.raw(
+                """
+                UPDATE users SET
+                    email_key = \(bind: email), given_name_key = \(bind: givenName), family_name_key = \(bind: familyName)
+                WHERE id = \(bind: id)
+                """
+            ).run()
+        }
+    }
 
     /// Brings the database to ``currentVersion``: applies, in one transaction, every migration it lacks. Safe to run
     /// any number of times, also from several processes at once (they take turns).
@@ -159,21 +240,23 @@ enum SQLSchema {
     /// - Throws: ``StoreError/Code/corrupt`` when the database was written by a newer siwa; driver errors otherwise.
     @discardableResult
     static func migrate(_ connections: any SQLConnections, schema: String?, logger: Logger) async throws -> Int {
-        try await connections.withTransaction(lock: .migrations) { database in
+        let target = migrationTarget ?? currentVersion
+        return try await connections.withTransaction(lock: .migrations) { database in
             if let schema {
                 try await database.raw("CREATE SCHEMA IF NOT EXISTS \(ident: schema)").run()
             }
             try await database.raw("CREATE TABLE IF NOT EXISTS schema_version (version BIGINT NOT NULL PRIMARY KEY)")
                 .run()
             let found = try await appliedVersion(database)
-            guard found <= currentVersion else {
+            guard found <= currentVersion, target <= currentVersion else {
                 throw StoreError(
                     .corrupt,
                     "the database has schema version \(found), newer than this siwa's \(currentVersion)"
                 )
             }
-            for (index, statements) in migrations.enumerated() where index + 1 > found {
+            for (index, statements) in migrations.enumerated() where index + 1 > found && index + 1 <= target {
                 for statement in statements { try await database.raw(statement).run() }
+                try await finish(index + 1, database)
                 try await database.raw("INSERT INTO schema_version (version) VALUES (\(bind: Int64(index + 1)))").run()
                 logger.info("applied store migration", metadata: ["version": "\(index + 1)"])
             }

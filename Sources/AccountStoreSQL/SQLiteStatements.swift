@@ -14,6 +14,12 @@ import SQLiteNIO
 /// trigger it fires, and answers "no such table" (or "no such column", for a column a later migration added). ``isStaleSchema(_:)`` recognises that answer; the caller then takes
 /// the general path (nothing was written), whose plain statements make SQLite reload the schema.
 enum SQLiteStatements {
+    /// The sign-in view's columns after the account update's (``SQLAccountUpdate/Value``).
+    static let returningSignInColumns = [
+        "session_id", "refresh_token_hash", "issued_at", "expires_at", "channel", "user_agent", "client_address",
+        "event_id",
+    ]
+
     /// Whether `error` is a trigger compiled against a stale schema cache (see above).
     static func isStaleSchema(_ error: any Error) -> Bool {
         guard let error = error as? SQLiteError else { return false }
@@ -26,22 +32,32 @@ enum SQLiteStatements {
         """
         CREATE TEMP VIEW IF NOT EXISTS returning_sign_ins (
             \(SQLAccountUpdate.Value.allCases.map(\.column).joined(separator: ", ")),
-            session_id, refresh_token_hash, issued_at, expires_at
-        ) AS SELECT \(Array(repeating: "NULL", count: SQLAccountUpdate.Value.allCases.count + 4).joined(separator: ", "))
+            \(returningSignInColumns.joined(separator: ", "))
+        ) AS SELECT \(
+            Array(
+                repeating: "NULL",
+                count: SQLAccountUpdate.Value.allCases.count + returningSignInColumns.count
+            ).joined(separator: ", ")
+        )
         WHERE 0
         """,
-        // A returning user: the account's update, then the session and its first refresh token (not for a disabled
-        // account: the caller then finds no session and takes the general path). No account with this Apple user id:
-        // nothing changes.
+        // A returning user: the account's update, then the session, its first refresh token and the sign-in's audit
+        // event (not for a disabled account: the caller then finds no session and takes the general path). No account
+        // with this Apple user id: nothing changes.
         """
         CREATE TEMP TRIGGER IF NOT EXISTS returning_sign_in INSTEAD OF INSERT ON returning_sign_ins BEGIN
             \(SQLAccountUpdate.sql { "NEW.\($0.column)" });
-            INSERT INTO sessions (id, user_id, created_at)
-            SELECT NEW.session_id, id, NEW.now FROM users
+            INSERT INTO sessions (id, user_id, created_at, channel, user_agent, client_address)
+            SELECT NEW.session_id, id, NEW.now, NEW.channel, NEW.user_agent, NEW.client_address FROM users
             WHERE apple_user_id = NEW.apple_user_id AND disabled_at IS NULL;
             INSERT INTO refresh_tokens (hash, session_id, user_id, issued_at, expires_at)
             SELECT NEW.refresh_token_hash, NEW.session_id, id, NEW.issued_at, NEW.expires_at
             FROM users WHERE apple_user_id = NEW.apple_user_id AND disabled_at IS NULL;
+            \(SQLAuditLog.returningSignIn(
+                id: "NEW.event_id", now: "NEW.now", channel: "NEW.channel", clientID: "NEW.client_id",
+                sessionID: "NEW.session_id",
+                from: "users WHERE apple_user_id = NEW.apple_user_id AND disabled_at IS NULL"
+            ));
         END
         """,
         """

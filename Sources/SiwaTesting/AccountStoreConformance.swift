@@ -84,7 +84,7 @@ public enum AccountStoreConformance {
             Check("10 concurrent consumptions of one nonce succeed once", concurrentNonceConsumptionsSucceedOnce),
             Check("a signing key retires the current one; kids are unique", signingKeysRotate),
             Check("ping succeeds", pingSucceeds),
-        ] + lifecycleChecks + transferChecks + operatorChecks + sealedDataChecks
+        ] + lifecycleChecks + transferChecks + operatorChecks + sealedDataChecks + consoleChecks
 
     // MARK: Accounts
 

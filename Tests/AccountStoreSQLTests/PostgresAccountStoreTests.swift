@@ -51,6 +51,14 @@ struct PostgresAccountStoreTests {
         }
     }
 
+    @Test func aVersion4DatabaseIsUpgradedInPlace() async throws {
+        let schema = StoreHarness.freshSchema()
+        try await UpgradeScenario.atVersion4 {
+            try await StoreHarness.withPostgresStore(schema: schema) { try await UpgradeScenario.writeVersion4Data($0) }
+        }
+        try await StoreHarness.withPostgresStore(schema: schema) { try await UpgradeScenario.checkUpgraded($0) }
+    }
+
     @Test func aWrongPasswordIsUnavailableAndNotRepeated() async throws {
         let original = try #require(StoreHarness.postgresURL)
         var components = try #require(URLComponents(string: original))

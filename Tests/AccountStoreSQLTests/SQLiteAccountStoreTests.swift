@@ -56,6 +56,15 @@ import Foundation
         }
     }
 
+    @Test func aVersion4DatabaseIsUpgradedInPlace() async throws {
+        try await StoreHarness.withSQLitePath { path in
+            try await UpgradeScenario.atVersion4 {
+                try await StoreHarness.withSQLiteStore(path: path) { try await UpgradeScenario.writeVersion4Data($0) }
+            }
+            try await StoreHarness.withSQLiteStore(path: path) { try await UpgradeScenario.checkUpgraded($0) }
+        }
+    }
+
     @Test func concurrentMigrationsOfANewFileCreateTheSchemaOnce() async throws {
         try await StoreHarness.withSQLitePath { path in
             try await withThrowingTaskGroup(of: Int.self) { group in

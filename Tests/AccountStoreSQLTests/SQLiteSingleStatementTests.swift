@@ -28,25 +28,42 @@ import Foundation
                 let milliseconds = try SQLValue.milliseconds(now)
                 let session = SessionID()
                 let first = SQLValue.hex(Array(repeating: 1, count: 32))
+                let eventID = UUID().uuidString.lowercased()
                 _ = try await connection.query(
                     """
                     INSERT INTO returning_sign_ins (
                         client_id, email, email_verified, is_private_email, given_name, family_name, now,
-                        apple_user_id, session_id, refresh_token_hash, issued_at, expires_at
-                    ) VALUES (?, ?, 1, 0, ?, NULL, ?, ?, ?, ?, ?, ?)
+                        apple_user_id, email_key, given_name_key, family_name_key, session_id, refresh_token_hash,
+                        issued_at, expires_at, channel, user_agent, client_address, event_id
+                    ) VALUES (?, ?, 1, 0, ?, NULL, ?, ?, ?, ?, NULL, ?, ?, ?, ?, 'web', 'Agent/1', '192.0.2.1', ?)
                     """,
                     [
-                        .text("com.example.app"), .text("t@example.com"), .text("Tia"), .integer(Int(milliseconds)),
-                        .text(apple.rawValue), .text(session.description), .text(first), .integer(Int(milliseconds)),
-                        .integer(Int(milliseconds) + 3_600_000),
+                        .text("com.example.app"), .text("T@example.com"), .text("Tia"), .integer(Int(milliseconds)),
+                        .text(apple.rawValue), .text("t@example.com"), .text("tia"), .text(session.description),
+                        .text(first), .integer(Int(milliseconds)), .integer(Int(milliseconds) + 3_600_000),
+                        .text(eventID),
                     ]
                 )
                 let account = try await connection.query(
-                    "SELECT email, given_name FROM users WHERE id = ?",
+                    "SELECT email, email_key, given_name, given_name_key FROM users WHERE id = ?",
                     [.text(user.id.description)]
                 )
-                #expect(account.first?.column("email")?.string == "t@example.com", "the trigger updated the account")
+                #expect(account.first?.column("email")?.string == "T@example.com", "the trigger updated the account")
+                #expect(account.first?.column("email_key")?.string == "t@example.com", "and its search keys")
                 #expect(account.first?.column("given_name")?.string == "Tia")
+                #expect(account.first?.column("given_name_key")?.string == "tia")
+                let metadata = try await connection.query(
+                    "SELECT channel, user_agent, client_address FROM sessions WHERE id = ?",
+                    [.text(session.description)]
+                )
+                #expect(metadata.first?.column("user_agent")?.string == "Agent/1", "the session has its metadata")
+                let event = try await connection.query(
+                    "SELECT type, user_id, session_id, channel FROM audit_events WHERE id = ?",
+                    [.text(eventID)]
+                )
+                #expect(event.first?.column("type")?.string == "sign_in", "and the sign-in its audit event")
+                #expect(event.first?.column("user_id")?.string == user.id.description)
+                #expect(event.first?.column("channel")?.string == "web")
                 let stored = try await connection.query(
                     "SELECT session_id FROM refresh_tokens WHERE hash = ?",
                     [.text(first)]

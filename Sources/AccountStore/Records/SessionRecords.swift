@@ -32,12 +32,114 @@ public struct NewSession: Sendable, Hashable {
     public var refreshTokenHash: [UInt8]
     public var issuedAt: Date
     public var expiresAt: Date
+    /// How and from where the session was started, for the console.
+    public var metadata: SessionMetadata
 
-    public init(sessionID: SessionID, refreshTokenHash: [UInt8], issuedAt: Date, expiresAt: Date) {
+    public init(
+        sessionID: SessionID,
+        refreshTokenHash: [UInt8],
+        issuedAt: Date,
+        expiresAt: Date,
+        metadata: SessionMetadata = SessionMetadata()
+    ) {
         self.sessionID = sessionID
         self.refreshTokenHash = refreshTokenHash
         self.issuedAt = issuedAt
         self.expiresAt = expiresAt
+        self.metadata = metadata
+    }
+}
+
+/// The way a user signed in: siwa's own routes (native, web) or one of the client contracts. Stored as its raw value;
+/// a channel siwa does not know yet reads back as itself.
+public struct SignInChannel: RawRepresentable, Hashable, Sendable, Codable, CustomStringConvertible {
+    public let rawValue: String
+
+    public init(rawValue: String) {
+        self.rawValue = rawValue
+    }
+
+    /// `POST /auth/apple/native` (apps).
+    public static let native = SignInChannel(rawValue: "native")
+    /// The web flow (browsers).
+    public static let web = SignInChannel(rawValue: "web")
+    /// ServiceStack's `Authenticate`.
+    public static let serviceStack = SignInChannel(rawValue: "servicestack")
+    /// The Vapor tutorial's `POST /api/auth/siwa`.
+    public static let vaporTutorial = SignInChannel(rawValue: "vapor-tutorial")
+    /// RentManager's `POST /api/auth/apple`.
+    public static let rentManager = SignInChannel(rawValue: "rentmanager")
+
+    public var description: String { rawValue }
+}
+
+/// What is kept about how and from where a session was started, shown to admins. Long values are cut on creation.
+public struct SessionMetadata: Sendable, Hashable {
+    /// The most Unicode scalars ``userAgent`` keeps.
+    public static let maxUserAgentLength = 256
+    /// The most characters ``clientAddress`` keeps (an IPv6 address with a zone fits).
+    public static let maxClientAddressLength = 64
+
+    public let channel: SignInChannel?
+    /// The `User-Agent` of the request that started the session, cut to ``maxUserAgentLength``.
+    public let userAgent: String?
+    /// The client's address (the real client behind trusted proxies), cut to ``maxClientAddressLength``.
+    public let clientAddress: String?
+
+    public init(channel: SignInChannel? = nil, userAgent: String? = nil, clientAddress: String? = nil) {
+        self.channel = channel
+        self.userAgent = userAgent?.cut(toScalars: Self.maxUserAgentLength)
+        self.clientAddress = clientAddress?.cut(toScalars: Self.maxClientAddressLength)
+    }
+}
+
+/// A session as the console shows it (``AccountStore/sessions(userID:now:limit:)``).
+public struct SessionRecord: Sendable, Hashable {
+    /// How precisely ``lastUsedAt`` follows refresh-token checks: a check less than this after the recorded last use
+    /// writes nothing (so that a client checking its token on every request does not write every time). A rotation
+    /// always records its time.
+    public static let lastUseResolution: TimeInterval = 60
+
+    public var id: SessionID
+    public var userID: UserID
+    public var createdAt: Date
+    /// When a refresh token of the session was last rotated or checked (see ``lastUseResolution``); `nil` until then.
+    public var lastUsedAt: Date?
+    /// When its newest refresh token expires; `nil` when none is kept.
+    public var expiresAt: Date?
+    /// When it was revoked (logout, an admin, Apple, reuse, deletion, disabling).
+    public var revokedAt: Date?
+    public var metadata: SessionMetadata
+
+    public init(
+        id: SessionID,
+        userID: UserID,
+        createdAt: Date,
+        lastUsedAt: Date?,
+        expiresAt: Date?,
+        revokedAt: Date?,
+        metadata: SessionMetadata
+    ) {
+        self.id = id
+        self.userID = userID
+        self.createdAt = createdAt
+        self.lastUsedAt = lastUsedAt
+        self.expiresAt = expiresAt
+        self.revokedAt = revokedAt
+        self.metadata = metadata
+    }
+
+    /// Whether the session can still refresh at `now`: not revoked, and a refresh token unexpired.
+    public func isActive(at now: Date) -> Bool {
+        revokedAt == nil && (expiresAt.map { $0 > now } ?? false)
+    }
+
+    /// When it ended: its revocation, or else its expiry once past (its creation when no refresh token is kept);
+    /// `nil` while active.
+    public func endedAt(now: Date) -> Date? {
+        if let revokedAt { return revokedAt }
+        guard let expiresAt else { return createdAt }
+        return expiresAt > now ? nil : expiresAt
     }
 }
 

@@ -27,9 +27,27 @@ public struct UserRecord: Sendable, Hashable {
     public var appleConsentRevokedAt: Date?
     /// Set when an operator disabled the account (`siwa users disable`): it cannot sign in or refresh until enabled.
     public var disabledAt: Date?
+    /// When the user last signed in (see ``lastSignInResolution``); `nil` for none since this was recorded (schema
+    /// version 5 fills it from the newest session for older accounts).
+    public var lastSignInAt: Date?
+
+    /// How precisely ``lastSignInAt`` follows sign-ins: a sign-in less than this after the recorded one writes
+    /// nothing, so that a user signing in on many devices at once does not queue on the account's row.
+    public static let lastSignInResolution: TimeInterval = 60
+
+    /// What the Apple user id of an anonymised account starts with (its own id follows).
+    public static let anonymisedPrefix = "anonymised:"
 
     /// Whether an operator disabled the account.
     public var isDisabled: Bool { disabledAt != nil }
+
+    /// The account's state, as the console shows it.
+    public var status: UserStatus {
+        if appleUserID.rawValue.hasPrefix(Self.anonymisedPrefix) { return .deleted }
+        if disabledAt != nil { return .disabled }
+        if appleConsentRevokedAt != nil { return .consentRevoked }
+        return .active
+    }
 
     public init(
         id: UserID,
@@ -44,7 +62,8 @@ public struct UserRecord: Sendable, Hashable {
         createdAt: Date,
         updatedAt: Date,
         appleConsentRevokedAt: Date? = nil,
-        disabledAt: Date? = nil
+        disabledAt: Date? = nil,
+        lastSignInAt: Date? = nil
     ) {
         self.id = id
         self.appleUserID = appleUserID
@@ -59,7 +78,19 @@ public struct UserRecord: Sendable, Hashable {
         self.updatedAt = updatedAt
         self.appleConsentRevokedAt = appleConsentRevokedAt
         self.disabledAt = disabledAt
+        self.lastSignInAt = lastSignInAt
     }
+}
+
+/// An account's state, from ``UserRecord/status``.
+public enum UserStatus: String, Sendable, Hashable, CaseIterable {
+    case active
+    /// An operator or admin disabled it.
+    case disabled
+    /// Apple ended the user's consent; the next Apple sign-in makes it active again.
+    case consentRevoked = "consent_revoked"
+    /// Deleted by anonymising: the row stays without email, names or Apple user id.
+    case deleted
 }
 
 /// What a verified Apple sign-in tells the store.

@@ -1,0 +1,214 @@
+public import AppleSignIn
+
+#if canImport(FoundationEssentials)
+public import FoundationEssentials
+#else
+public import Foundation
+#endif
+
+/// What an audit event records. The raw values are stored and never change; a new kind of event is a new case.
+public enum AuditEventType: String, Sendable, Hashable, CaseIterable, Codable {
+    /// A sign-in that started a session (``AuditEvent/details`` `account`: `new` or `returning`). The store records
+    /// it itself, with the sign-in (``AccountStore/signIn(_:startingSession:now:)``).
+    case signIn = "sign_in"
+    /// A sign-in refused; ``AuditEvent/reason`` says why (`expired`, `audience`, `signature`, `nonce`,
+    /// `account_disabled`, …).
+    case signInRefused = "sign_in_refused"
+    /// A rotated refresh token presented again: its session was ended.
+    case refreshTokenReuse = "refresh_token_reuse"
+    /// A session ended; ``AuditEvent/actor`` says by whom (the user, an admin, Apple, the system on reuse).
+    case sessionEnded = "session_ended"
+    /// An account was created (by its first sign-in, which the store records itself).
+    case accountCreated = "account_created"
+    case accountDisabled = "account_disabled"
+    case accountEnabled = "account_enabled"
+    case accountDeleted = "account_deleted"
+    /// A server-to-server notification from Apple changed an account (details: `type`).
+    case appleNotificationApplied = "apple_notification_applied"
+    /// A notification from Apple that changed nothing (details: `type`; ``AuditEvent/reason``: why).
+    case appleNotificationIgnored = "apple_notification_ignored"
+    /// Apple confirmed the revocation of a user's Apple refresh token.
+    case appleRevocationDone = "apple_revocation_done"
+    /// A revocation at Apple was queued for a later attempt.
+    case appleRevocationQueued = "apple_revocation_queued"
+    /// The admin role was granted (details: `subject`). ``AccountStore/grantAdmin(_:by:now:)`` records it.
+    case adminGranted = "admin_granted"
+    /// The admin role was revoked (details: `subject`). ``AccountStore/revokeAdmin(_:by:now:)`` records it.
+    case adminRevoked = "admin_revoked"
+    /// Team transfer, sending team: a `transfer_sub` was obtained for the account.
+    case transferExported = "transfer_exported"
+    /// Team transfer, receiving team: the account was moved to its new `sub` (``AuditEvent/reason``: `import` or
+    /// `sign_in`).
+    case transferCompleted = "transfer_completed"
+}
+
+/// Who did what an audit event records.
+public enum AuditActor: Sendable, Hashable {
+    /// The account's own user (the event's ``AuditEvent/userID``).
+    case user
+    /// An admin, through the console or the admin API.
+    case admin(AdminSubject)
+    /// Apple: a server-to-server notification, or a refresh-token validation Apple refused.
+    case apple
+    /// siwa itself: housekeeping, reuse detection, background workers.
+    case system
+    /// An operator at the command line (`siwa users …`).
+    case `operator`
+
+    /// The stored name of the actor's kind.
+    public var kind: String {
+        switch self {
+        case .user: "user"
+        case .admin: "admin"
+        case .apple: "apple"
+        case .system: "system"
+        case .operator: "operator"
+        }
+    }
+
+    /// The admin, for ``admin(_:)``.
+    public var subject: AdminSubject? {
+        if case .admin(let subject) = self { return subject }
+        return nil
+    }
+
+    /// The actor stored as `kind` (and `subject` for an admin); `nil` for a kind this siwa does not know.
+    public init?(kind: String, subject: String?) {
+        switch kind {
+        case "user": self = .user
+        case "apple": self = .apple
+        case "system": self = .system
+        case "operator": self = .operator
+        case "admin":
+            guard let subject = subject.flatMap(AdminSubject.init) else { return nil }
+            self = .admin(subject)
+        default: return nil
+        }
+    }
+}
+
+/// One entry of the audit log: who did what to which account, when.
+///
+/// - Warning: An event is read by every admin and kept for the retention period: **never** put a token, an
+///   authorization code, a key, a password or a hash of one in it (not in ``reason``, not in ``details``). Ids (siwa
+///   ids, session ids, client ids, Apple `sub`s) and short codes are what it holds.
+public struct AuditEvent: Sendable, Hashable {
+    /// The most entries ``details`` keeps (the first ones in key order).
+    public static let maxDetails = 16
+    /// The most Unicode scalars a detail's key keeps.
+    public static let maxDetailKeyLength = 64
+    /// The most Unicode scalars ``reason`` and each detail's value keep.
+    public static let maxTextLength = 500
+
+    public var id: UUID
+    /// When it happened (stored to the millisecond).
+    public var time: Date
+    public var type: AuditEventType
+    /// The account it is about, if any.
+    public var userID: UserID?
+    public var actor: AuditActor
+    /// How the user signed in (sign-in events).
+    public var channel: SignInChannel?
+    /// The Apple client id (bundle id or Services ID) involved.
+    public var clientID: ClientID?
+    /// Why: a short code (a refused sign-in's failed check, an ignored notification's cause, how a transfer ended).
+    public var reason: String?
+    /// The session it is about.
+    public var sessionID: SessionID?
+    /// A few more facts as short strings. Never a secret (see the warning above).
+    public var details: [String: String]
+
+    public init(
+        id: UUID = UUID(),
+        time: Date,
+        type: AuditEventType,
+        userID: UserID? = nil,
+        actor: AuditActor,
+        channel: SignInChannel? = nil,
+        clientID: ClientID? = nil,
+        reason: String? = nil,
+        sessionID: SessionID? = nil,
+        details: [String: String] = [:]
+    ) {
+        self.id = id
+        self.time = time
+        self.type = type
+        self.userID = userID
+        self.actor = actor
+        self.channel = channel
+        self.clientID = clientID
+        self.reason = reason
+        self.sessionID = sessionID
+        self.details = details
+    }
+
+    /// The event as stores keep it: ``reason`` and ``details`` cut to their limits (``maxDetails``,
+    /// ``maxDetailKeyLength``, ``maxTextLength``).
+    public func limited() -> AuditEvent {
+        var event = self
+        event.reason = reason?.cut(toScalars: Self.maxTextLength)
+        var kept: [String: String] = [:]
+        for key in details.keys.sorted().prefix(Self.maxDetails) {
+            kept[key.cut(toScalars: Self.maxDetailKeyLength)] = details[key]?.cut(toScalars: Self.maxTextLength)
+        }
+        event.details = kept
+        return event
+    }
+}
+
+/// Which audit events ``AccountStore/auditEvents(_:limit:after:)`` answers. Every condition set must hold.
+public struct AuditEventFilter: Sendable, Hashable {
+    /// Only events about this account.
+    public var userID: UserID?
+    /// Only events of these types (`nil`: every type; empty: none).
+    public var types: Set<AuditEventType>?
+    /// Only events at or after this time.
+    public var since: Date?
+    /// Only events before this time.
+    public var until: Date?
+
+    public init(
+        userID: UserID? = nil,
+        types: Set<AuditEventType>? = nil,
+        since: Date? = nil,
+        until: Date? = nil
+    ) {
+        self.userID = userID
+        self.types = types
+        self.since = since
+        self.until = until
+    }
+}
+
+/// How many audit events of one kind happened on one day (UTC), for the console's charts.
+public struct AuditEventCount: Sendable, Hashable {
+    /// The day's start, 00:00 UTC.
+    public var day: Date
+    public var type: AuditEventType
+    public var channel: SignInChannel?
+    public var reason: String?
+    public var count: Int
+
+    public init(day: Date, type: AuditEventType, channel: SignInChannel?, reason: String?, count: Int) {
+        self.day = day
+        self.type = type
+        self.channel = channel
+        self.reason = reason
+        self.count = count
+    }
+
+    /// Milliseconds in a day: events are counted by `time / day` in milliseconds since 1970 (UTC days).
+    public static let dayMilliseconds: Int64 = 86_400_000
+}
+
+extension String {
+    /// The text cut to its first `length` Unicode scalars.
+    func cut(toScalars length: Int) -> String {
+        unicodeScalars.count <= length ? self : String(String.UnicodeScalarView(unicodeScalars.prefix(length)))
+    }
+}
+
+extension Date {
+    /// The time as stores keep it: milliseconds since 1970, rounded.
+    var storedMilliseconds: Int64 { Int64((timeIntervalSince1970 * 1_000).rounded()) }
+}
