@@ -146,6 +146,16 @@ public func buildApplication(
         RentManagerController(configuration: configuration, signIn: signIn, sessions: sessions).addRoutes(to: router)
     }
 
+    AdminAPIController(
+        configuration: configuration,
+        access: AdminAccess(configuration: configuration, store: store, sessions: sessions),
+        store: store,
+        sessions: sessions,
+        deletions: lifecycle.deletions,
+        clock: clock,
+        logger: logger
+    ).addRoutes(to: router)
+
     router.get("/.well-known/jwks.json") { _, _ -> Response in
         Response(
             status: .ok,

@@ -57,6 +57,7 @@ public struct AuthServerError: Error, HTTPResponseError, CustomStringConvertible
         static let invalidJSON = "invalid_json"
         static let accountDeleted = "account_deleted"
         static let accountDisabled = "account_disabled"
+        static let adminRequired = "admin_required"
         static let appleError = "apple_error"
         static let appleUnavailable = "apple_unavailable"
         static let csrfCheckFailed = "csrf_check_failed"

@@ -189,7 +189,10 @@ struct UsersCommand: AsyncParsableCommand {
               siwa users show ann@example.com
               siwa users disable 001234.abcdef0123456789abcdef0123456789.1234
             """,
-        subcommands: [List.self, Show.self, Delete.self, Disable.self, Enable.self]
+        subcommands: [
+            List.self, Show.self, Delete.self, Disable.self, Enable.self, GrantAdmin.self, RevokeAdmin.self,
+            Admins.self,
+        ]
     )
 
     struct List: AsyncParsableCommand {

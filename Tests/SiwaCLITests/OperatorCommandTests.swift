@@ -127,6 +127,49 @@ struct OperatorCommandTests {
     }
 
     /// Disable ends the sessions and marks the account (list and show say so); enable lets it sign in again.
+    @Test func grantAndRevokeAdminByIdOrSubNeverByEmail() async throws {
+        let user = try await signIn("001111.adm.2222", email: "adm@example.com")
+        let byEmail = try await SiwaProcess.run(["users", "grant-admin", "adm@example.com"], environment: environment)
+        #expect(byEmail.status == 1)
+        #expect(byEmail.stderr.contains("looks like an email"), "\(byEmail.stderr)")
+
+        let granted = try await SiwaProcess.run(
+            ["users", "grant-admin", user.id.description],
+            environment: environment
+        )
+        #expect(granted.status == 0, "\(granted.stderr)")
+        #expect(granted.stdout.contains("granted the admin role to \(user.id)"))
+        let again = try await SiwaProcess.run(["users", "grant-admin", user.id.description], environment: environment)
+        #expect(again.stdout.contains("holds the admin role already"))
+        let bySub = try await SiwaProcess.run(
+            ["users", "grant-admin", "001999.not-yet.0000"],
+            environment: environment
+        )
+        #expect(bySub.status == 0)
+        #expect(bySub.stderr.contains("no account has 001999.not-yet.0000 yet"))
+        let listed = try await SiwaProcess.run(["users", "admins"], environment: environment)
+        #expect(listed.stdout.contains(user.id.description) && listed.stdout.contains("by operator"))
+
+        let (isAdmin, events) = try await withStore { store in
+            (
+                try await store.isAdmin(AdminSubject(user.id)),
+                try await store.auditEvents(AuditEventFilter(types: [.adminGranted]), limit: 10, after: nil).items
+            )
+        }
+        #expect(isAdmin)
+        #expect(events.count == 2, "each grant is in the audit log")
+        #expect(events.allSatisfy { $0.actor == .operator })
+
+        let revoked = try await SiwaProcess.run(
+            ["users", "revoke-admin", user.id.description],
+            environment: environment
+        )
+        #expect(revoked.status == 0, "\(revoked.stderr)")
+        let twice = try await SiwaProcess.run(["users", "revoke-admin", user.id.description], environment: environment)
+        #expect(twice.status == 1)
+        #expect(try await withStore { try await $0.isAdmin(AdminSubject(user.id)) } == false)
+    }
+
     @Test func usersDisableAndEnable() async throws {
         let user = try await signIn("001111.dis.2222", email: "dis@example.com")
         let session = SessionID()

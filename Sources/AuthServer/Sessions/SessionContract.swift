@@ -1,3 +1,5 @@
+import AccountStore
+
 /// The client contract a session's refresh tokens belong to: siwa's own routes (native and web, rotating) or one of
 /// the tutorials' contracts (non-rotating, on their own routes only).
 ///
@@ -43,6 +45,19 @@ public enum SessionContract: String, Sendable, CaseIterable {
         case .serviceStack: "the ServiceStack routes"
         case .vaporTutorial: "the Vapor tutorial's routes"
         case .rentManager: "the RentManager routes"
+        }
+    }
+}
+
+extension SessionContract {
+    /// The channel a sign-in came through, for the console and the audit log: a contract's own, or for siwa's own
+    /// routes the flow (native or web).
+    func channel(_ flow: ServerMetrics.SignInFlow) -> SignInChannel {
+        switch self {
+        case .canonical: flow == .web ? .web : .native
+        case .serviceStack: .serviceStack
+        case .vaporTutorial: .vaporTutorial
+        case .rentManager: .rentManager
         }
     }
 }

@@ -78,8 +78,9 @@ public final class SessionService: Sendable {
         var record: NewSession
     }
 
-    /// A new session's id and first refresh token, for the sign-in that stores it.
-    func prepareSession(contract: SessionContract) -> PreparedSession {
+    /// A new session's id and first refresh token, for the sign-in that stores it; `metadata` (the channel) goes to
+    /// the console's session list and the audit log.
+    func prepareSession(contract: SessionContract, metadata: SessionMetadata = SessionMetadata()) -> PreparedSession {
         let refreshToken = contract.newRefreshToken()
         let now = clock.now
         return PreparedSession(
@@ -88,7 +89,8 @@ public final class SessionService: Sendable {
                 sessionID: SessionID(),
                 refreshTokenHash: RefreshTokens.hash(refreshToken),
                 issuedAt: now,
-                expiresAt: now.addingTimeInterval(configuration.refreshTokenLifetime)
+                expiresAt: now.addingTimeInterval(configuration.refreshTokenLifetime),
+                metadata: metadata
             )
         )
     }

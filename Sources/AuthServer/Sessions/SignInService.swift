@@ -86,7 +86,10 @@ struct SignInService: Sendable {
             )
         }
         // The account and the session's first refresh token are one store transaction.
-        let session = sessions.prepareSession(contract: contract)
+        let session = sessions.prepareSession(
+            contract: contract,
+            metadata: SessionMetadata(channel: contract.channel(flow))
+        )
         let outcome: SignInOutcome
         do {
             outcome = try await store.signIn(

@@ -1,0 +1,380 @@
+import AccountStore
+import AppleSignIn
+import HTTPTypes
+import Hummingbird
+import Logging
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+/// The admin API under `/admin/api/` for scripts: the console's operations as JSON, for a bearer access token of an
+/// account with the admin role (``AdminAccess``). 401 without a token, 403 `admin_required` without the role; errors as
+/// everywhere else (`{"error", "message"}`).
+struct AdminAPIController: Sendable {
+    let configuration: AuthServerConfiguration
+    let access: AdminAccess
+    let store: any AccountStore
+    let sessions: SessionService
+    let deletions: AccountDeletionService
+    let clock: any WallClock
+    let logger: Logger
+
+    static let pageLimit = 50
+    static let maximumLimit = 200
+
+    func addRoutes(to router: Router<SiwaRequestContext>) {
+        let api = router.group("/admin/api")
+        api.get("/users", use: users)
+        api.get("/users/:id", use: user)
+        api.get("/users/:id/sessions", use: userSessions)
+        api.post("/users/:id/sessions/end", use: endSessions)
+        api.post("/users/:id/disable", use: disable)
+        api.post("/users/:id/enable", use: enable)
+        api.delete("/users/:id", use: delete)
+        api.get("/audit", use: audit)
+        api.get("/stats", use: stats)
+    }
+
+    // MARK: Reading
+
+    struct UserSummary: ResponseCodable, Equatable {
+        var id: String
+        var appleUserID: String
+        var email: String?
+        var isPrivateEmail: Bool
+        var displayName: String?
+        var status: String
+        var createdAt: Date
+        var lastSignInAt: Date?
+
+        init(_ user: UserRecord) {
+            id = user.id.description
+            appleUserID = user.appleUserID.rawValue
+            email = user.email
+            isPrivateEmail = user.isPrivateEmail
+            displayName = user.displayName
+            status = user.status.rawValue
+            createdAt = user.createdAt
+            lastSignInAt = user.lastSignInAt
+        }
+    }
+
+    struct UsersPage: ResponseCodable {
+        var users: [UserSummary]
+        /// Pass as `after` for the next page; absent on the last.
+        var next: String?
+    }
+
+    @Sendable func users(_ request: Request, context: SiwaRequestContext) async throws -> UsersPage {
+        _ = try await access.admin(context)
+        let query = request.uri.queryParameters["query"].map(String.init) ?? ""
+        let limit = try Self.limit(request)
+        let cursor = try Self.cursor(request)
+        let page = try await Self.refusingForeignCursors {
+            try await store.searchUsers(query, limit: limit, after: cursor)
+        }
+        return UsersPage(users: page.items.map(UserSummary.init), next: page.next?.description)
+    }
+
+    struct UserDetail: ResponseCodable {
+        var user: UserSummary
+        var emailVerified: Bool
+        var emailForwarding: Bool
+        var givenName: String?
+        var familyName: String?
+        var clientID: String
+        var disabledAt: Date?
+        var appleConsentRevokedAt: Date?
+        /// Whether an Apple refresh token is held (for revocation), and when Apple last confirmed it.
+        var appleRefreshToken: AppleTokenSummary?
+        var admin: Bool
+    }
+
+    struct AppleTokenSummary: Codable {
+        var clientID: String
+        var storedAt: Date
+        var lastValidatedAt: Date?
+    }
+
+    @Sendable func user(_ request: Request, context: SiwaRequestContext) async throws -> UserDetail {
+        _ = try await access.admin(context)
+        let user = try await existingUser(context)
+        let token = try await store.appleToken(userID: user.id)
+        return UserDetail(
+            user: UserSummary(user),
+            emailVerified: user.emailVerified,
+            emailForwarding: user.emailForwarding,
+            givenName: user.givenName,
+            familyName: user.familyName,
+            clientID: user.clientID.rawValue,
+            disabledAt: user.disabledAt,
+            appleConsentRevokedAt: user.appleConsentRevokedAt,
+            appleRefreshToken: token.map {
+                AppleTokenSummary(
+                    clientID: $0.clientID.rawValue,
+                    storedAt: $0.storedAt,
+                    lastValidatedAt: $0.lastValidatedAt
+                )
+            },
+            admin: try await access.role(of: user) != nil
+        )
+    }
+
+    struct SessionSummary: Codable, Equatable {
+        var id: String
+        var createdAt: Date
+        var lastUsedAt: Date?
+        var expiresAt: Date?
+        var endedAt: Date?
+        var active: Bool
+        var channel: String?
+        var userAgent: String?
+        var clientAddress: String?
+    }
+
+    struct SessionsList: ResponseCodable {
+        var sessions: [SessionSummary]
+    }
+
+    @Sendable func userSessions(_ request: Request, context: SiwaRequestContext) async throws -> SessionsList {
+        _ = try await access.admin(context)
+        let user = try await existingUser(context)
+        let now = clock.now
+        let records = try await store.sessions(userID: user.id, now: now, limit: Self.maximumLimit)
+        return SessionsList(
+            sessions: records.map { record in
+                SessionSummary(
+                    id: record.id.description,
+                    createdAt: record.createdAt,
+                    lastUsedAt: record.lastUsedAt,
+                    expiresAt: record.expiresAt,
+                    endedAt: record.revokedAt,
+                    active: record.isActive(at: now),
+                    channel: record.metadata.channel?.rawValue,
+                    userAgent: record.metadata.userAgent,
+                    clientAddress: record.metadata.clientAddress
+                )
+            }
+        )
+    }
+
+    struct AuditEntry: Codable, Equatable {
+        var id: String
+        var time: Date
+        var type: String
+        var userID: String?
+        var actor: String
+        var actorSubject: String?
+        var channel: String?
+        var clientID: String?
+        var reason: String?
+        var sessionID: String?
+        var details: [String: String]
+
+        init(_ event: AuditEvent) {
+            id = event.id.uuidString.lowercased()
+            time = event.time
+            type = event.type.rawValue
+            userID = event.userID?.description
+            actor = event.actor.kind
+            actorSubject = event.actor.subject?.rawValue
+            channel = event.channel?.rawValue
+            clientID = event.clientID?.rawValue
+            reason = event.reason
+            sessionID = event.sessionID?.description
+            details = event.details
+        }
+    }
+
+    struct AuditPage: ResponseCodable {
+        var events: [AuditEntry]
+        var next: String?
+    }
+
+    @Sendable func audit(_ request: Request, context: SiwaRequestContext) async throws -> AuditPage {
+        _ = try await access.admin(context)
+        let parameters = request.uri.queryParameters
+        var filter = AuditEventFilter()
+        if let user = parameters["user"].map(String.init), !user.isEmpty {
+            guard let id = UserID(user) else { throw Self.invalid("user", "is not a siwa user id") }
+            filter.userID = id
+        }
+        if let types = parameters["type"].map(String.init), !types.isEmpty {
+            var chosen = Set<AuditEventType>()
+            for name in types.split(separator: ",") {
+                guard let type = AuditEventType(rawValue: String(name)) else {
+                    let known = AuditEventType.allCases.map(\.rawValue).joined(separator: ", ")
+                    throw Self.invalid("type", "names an unknown event type '\(name)' (known: \(known))")
+                }
+                chosen.insert(type)
+            }
+            filter.types = chosen
+        }
+        filter.since = try Self.date(parameters["since"].map(String.init), "since")
+        filter.until = try Self.date(parameters["until"].map(String.init), "until")
+        let limit = try Self.limit(request)
+        let cursor = try Self.cursor(request)
+        let page = try await Self.refusingForeignCursors {
+            try await store.auditEvents(filter, limit: limit, after: cursor)
+        }
+        return AuditPage(events: page.items.map(AuditEntry.init), next: page.next?.description)
+    }
+
+    // MARK: Acting
+
+    struct EndSessionsRequest: Decodable {
+        var sessionId: String?
+    }
+
+    struct Ended: ResponseCodable {
+        var endedSessions: [String]
+    }
+
+    @Sendable func endSessions(_ request: Request, context: SiwaRequestContext) async throws -> Ended {
+        _ = try await access.admin(context)
+        let user = try await existingUser(context)
+        var request = request
+        let body = try await request.collectBody(limit: configuration.maximumBodySize)
+        let wanted =
+            body.readableBytes == 0 ? nil : try request.decodeJSON(EndSessionsRequest.self, from: body).sessionId
+        if let wanted {
+            guard let sessionID = SessionID(wanted) else { throw Self.invalid("sessionId", "is not a session id") }
+            let theirs = try await store.sessions(userID: user.id, now: clock.now, limit: Self.maximumLimit)
+            guard theirs.contains(where: { $0.id == sessionID }) else {
+                throw AuthServerError(.notFound, AuthServerError.Code.notFound, "the user has no session \(wanted)")
+            }
+            try await sessions.endSession(sessionID)
+            return Ended(endedSessions: [sessionID.description])
+        }
+        let ended = try await sessions.endAllSessions(userID: user.id)
+        return Ended(endedSessions: ended.map(\.description))
+    }
+
+    @Sendable func disable(_ request: Request, context: SiwaRequestContext) async throws -> UserSummary {
+        let admin = try await access.admin(context)
+        let user = try await existingUser(context)
+        guard user.id != admin.user.id else {
+            throw Self.invalid("id", "is your own account: another admin must disable it")
+        }
+        guard let disabled = try await store.disableUser(id: user.id, now: clock.now) else { throw Self.noSuchUser }
+        sessions.ending.recordEnded(disabled.endedSessions, userID: user.id)
+        logger.info("account disabled by an admin", metadata: ["user": "\(user.id)", "admin": "\(admin.user.id)"])
+        return UserSummary(disabled.user)
+    }
+
+    @Sendable func enable(_ request: Request, context: SiwaRequestContext) async throws -> UserSummary {
+        let admin = try await access.admin(context)
+        let user = try await existingUser(context)
+        guard let enabled = try await store.enableUser(id: user.id, now: clock.now) else { throw Self.noSuchUser }
+        sessions.ending.recordEnded([], userID: user.id)
+        logger.info("account enabled by an admin", metadata: ["user": "\(user.id)", "admin": "\(admin.user.id)"])
+        return UserSummary(enabled)
+    }
+
+    struct Deleted: ResponseCodable {
+        var user: String
+        var mode: String
+        var endedSessions: Int
+        var appleRevocation: String
+    }
+
+    @Sendable func delete(_ request: Request, context: SiwaRequestContext) async throws -> Deleted {
+        let admin = try await access.admin(context)
+        let user = try await existingUser(context)
+        guard user.id != admin.user.id else {
+            throw Self.invalid("id", "is your own account: delete it with DELETE /api/me, or ask another admin")
+        }
+        guard let deletion = try await deletions.deleteAccount(user.id) else { throw Self.noSuchUser }
+        sessions.forgetDeletedAccount(user.id, endedSessions: deletion.endedSessions)
+        logger.info("account deleted by an admin", metadata: ["user": "\(user.id)", "admin": "\(admin.user.id)"])
+        return Deleted(
+            user: user.id.description,
+            mode: deletion.mode.rawValue,
+            endedSessions: deletion.endedSessions.count,
+            appleRevocation: deletion.appleRevocation.summary
+        )
+    }
+
+    // MARK: Statistics
+
+    struct Stats: ResponseCodable {
+        struct Accounts: Codable {
+            var total: Int
+            var newLast24Hours: Int
+            var newLast7Days: Int
+        }
+
+        /// The UTC days, oldest first; every series below has one number per day, in this order.
+        var days: [String]
+        var accounts: Accounts
+        var signInsByChannel: [String: [Int]]
+        var newAccounts: [Int]
+        var refreshTokenReuse: [Int]
+        var refusedSignInsByReason: [String: [Int]]
+    }
+
+    @Sendable func stats(_ request: Request, context: SiwaRequestContext) async throws -> Stats {
+        _ = try await access.admin(context)
+        let count = try Self.integer(request.uri.queryParameters["days"].map(String.init), "days", 1...366) ?? 30
+        return try await AdminStatistics(store: store, now: clock.now).stats(days: count)
+    }
+
+    // MARK: Reading the request
+
+    private func existingUser(_ context: SiwaRequestContext) async throws -> UserRecord {
+        let text = context.parameters.get("id") ?? ""
+        guard let id = UserID(text) else { throw Self.invalid("id", "is not a siwa user id") }
+        guard let user = try await store.user(id: id) else { throw Self.noSuchUser }
+        return user
+    }
+
+    static let noSuchUser = AuthServerError(
+        .notFound,
+        AuthServerError.Code.notFound,
+        "there is no account with that id"
+    )
+
+    static func invalid(_ field: String, _ problem: String) -> AuthServerError {
+        AuthServerError.badRequest(AuthServerError.Code.invalidField, "'\(field)' \(problem)")
+    }
+
+    static func limit(_ request: Request) throws -> Int {
+        try integer(request.uri.queryParameters["limit"].map(String.init), "limit", 1...maximumLimit) ?? pageLimit
+    }
+
+    static func cursor(_ request: Request) throws -> PageCursor? {
+        guard let text = request.uri.queryParameters["after"].map(String.init), !text.isEmpty else { return nil }
+        guard let cursor = PageCursor(text) else { throw invalid("after", "is not a cursor from a previous page") }
+        return cursor
+    }
+
+    /// Runs a paged store query; a cursor the store did not make for this list (it answers `invalidInput`) is 400.
+    static func refusingForeignCursors<T>(_ body: () async throws -> T) async throws -> T {
+        do {
+            return try await body()
+        } catch {
+            if let refusal = error as? StoreError, refusal.code == .invalidInput {
+                throw invalid("after", "is not a cursor from a previous page of this list")
+            }
+            throw error
+        }
+    }
+
+    static func integer(_ text: String?, _ field: String, _ range: ClosedRange<Int>) throws -> Int? {
+        guard let text, !text.isEmpty else { return nil }
+        guard let value = Int(text), range.contains(value) else {
+            throw invalid(field, "must be a whole number from \(range.lowerBound) to \(range.upperBound)")
+        }
+        return value
+    }
+
+    static func date(_ text: String?, _ field: String) throws -> Date? {
+        guard let text, !text.isEmpty else { return nil }
+        if let date = try? Date(text, strategy: .iso8601) { return date }
+        if let day = try? Date(text + "T00:00:00Z", strategy: .iso8601) { return day }
+        throw invalid(field, "must be a date (2026-11-24) or a time (2026-11-24T08:00:00Z)")
+    }
+}
