@@ -146,14 +146,28 @@ public func buildApplication(
         RentManagerController(configuration: configuration, signIn: signIn, sessions: sessions).addRoutes(to: router)
     }
 
-    AdminAPIController(
-        configuration: configuration,
-        access: AdminAccess(configuration: configuration, store: store, sessions: sessions),
+    let adminAccess = AdminAccess(configuration: configuration, store: store, sessions: sessions)
+    let adminActions = AdminActions(
         store: store,
         sessions: sessions,
         deletions: lifecycle.deletions,
         clock: clock,
         logger: logger
+    )
+    AdminAPIController(
+        configuration: configuration,
+        access: adminAccess,
+        store: store,
+        actions: adminActions,
+        clock: clock
+    ).addRoutes(to: router)
+    AdminConsoleController(
+        configuration: configuration,
+        access: adminAccess,
+        store: store,
+        actions: adminActions,
+        formTokens: AdminFormToken(dataKey: sealer.keys.primary.key),
+        clock: clock
     ).addRoutes(to: router)
 
     router.get("/.well-known/jwks.json") { _, _ -> Response in

@@ -17,10 +17,8 @@ struct AdminAPIController: Sendable {
     let configuration: AuthServerConfiguration
     let access: AdminAccess
     let store: any AccountStore
-    let sessions: SessionService
-    let deletions: AccountDeletionService
+    let actions: AdminActions
     let clock: any WallClock
-    let logger: Logger
 
     static let pageLimit = 50
     static let maximumLimit = 200
@@ -240,38 +238,22 @@ struct AdminAPIController: Sendable {
         let body = try await request.collectBody(limit: configuration.maximumBodySize)
         let wanted =
             body.readableBytes == 0 ? nil : try request.decodeJSON(EndSessionsRequest.self, from: body).sessionId
-        if let wanted {
-            guard let sessionID = SessionID(wanted) else { throw Self.invalid("sessionId", "is not a session id") }
-            let theirs = try await store.sessions(userID: user.id, now: clock.now, limit: Self.maximumLimit)
-            guard theirs.contains(where: { $0.id == sessionID }) else {
-                throw AuthServerError(.notFound, AuthServerError.Code.notFound, "the user has no session \(wanted)")
-            }
-            try await sessions.endSession(sessionID)
-            return Ended(endedSessions: [sessionID.description])
+        let sessionID = try wanted.map { text in
+            guard let id = SessionID(text) else { throw Self.invalid("sessionId", "is not a session id") }
+            return id
         }
-        let ended = try await sessions.endAllSessions(userID: user.id)
+        let ended = try await actions.endSessions(of: user, only: sessionID)
         return Ended(endedSessions: ended.map(\.description))
     }
 
     @Sendable func disable(_ request: Request, context: SiwaRequestContext) async throws -> UserSummary {
         let admin = try await access.admin(context)
-        let user = try await existingUser(context)
-        guard user.id != admin.user.id else {
-            throw Self.invalid("id", "is your own account: another admin must disable it")
-        }
-        guard let disabled = try await store.disableUser(id: user.id, now: clock.now) else { throw Self.noSuchUser }
-        sessions.ending.recordEnded(disabled.endedSessions, userID: user.id)
-        logger.info("account disabled by an admin", metadata: ["user": "\(user.id)", "admin": "\(admin.user.id)"])
-        return UserSummary(disabled.user)
+        return UserSummary(try await actions.disable(try await existingUser(context), by: admin))
     }
 
     @Sendable func enable(_ request: Request, context: SiwaRequestContext) async throws -> UserSummary {
         let admin = try await access.admin(context)
-        let user = try await existingUser(context)
-        guard let enabled = try await store.enableUser(id: user.id, now: clock.now) else { throw Self.noSuchUser }
-        sessions.ending.recordEnded([], userID: user.id)
-        logger.info("account enabled by an admin", metadata: ["user": "\(user.id)", "admin": "\(admin.user.id)"])
-        return UserSummary(enabled)
+        return UserSummary(try await actions.enable(try await existingUser(context), by: admin))
     }
 
     struct Deleted: ResponseCodable {
@@ -284,12 +266,7 @@ struct AdminAPIController: Sendable {
     @Sendable func delete(_ request: Request, context: SiwaRequestContext) async throws -> Deleted {
         let admin = try await access.admin(context)
         let user = try await existingUser(context)
-        guard user.id != admin.user.id else {
-            throw Self.invalid("id", "is your own account: delete it with DELETE /api/me, or ask another admin")
-        }
-        guard let deletion = try await deletions.deleteAccount(user.id) else { throw Self.noSuchUser }
-        sessions.forgetDeletedAccount(user.id, endedSessions: deletion.endedSessions)
-        logger.info("account deleted by an admin", metadata: ["user": "\(user.id)", "admin": "\(admin.user.id)"])
+        let deletion = try await actions.delete(user, by: admin)
         return Deleted(
             user: user.id.description,
             mode: deletion.mode.rawValue,

@@ -141,6 +141,7 @@ struct AdminPage {
         .notice{background:#fff;border-left:4px solid #0066cc;padding:.6rem .8rem;border-radius:6px;margin:0 0 1rem}
         .notice.error{border-left-color:#b3261e}
         .pager{display:flex;gap:1rem;margin:.75rem 0}
+        .visually-hidden{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0);white-space:nowrap}
         @media (max-width:40rem){main{padding:.75rem}.who{margin-left:0;width:100%}}
         """
 }

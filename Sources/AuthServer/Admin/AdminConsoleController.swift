@@ -1,0 +1,401 @@
+import AccountStore
+import AppleSignIn
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Logging
+import NIOCore
+
+/// The operator console's pages under `/admin`: server-rendered HTML, no script, every form carrying the admin's
+/// ``AdminFormToken`` and checked for this site's `Origin` (``CSRFCheck``). A browser without a session is sent
+/// through the web sign-in and back; an account without the admin role gets a 403 page that says so.
+struct AdminConsoleController: Sendable {
+    let configuration: AuthServerConfiguration
+    let access: AdminAccess
+    let store: any AccountStore
+    let actions: AdminActions
+    let formTokens: AdminFormToken
+    let clock: any WallClock
+
+    func addRoutes(to router: Router<SiwaRequestContext>) {
+        router.get("/admin", use: overview)
+        router.get("/admin/users", use: users)
+        router.get("/admin/users/:id", use: user)
+        router.post("/admin/users/:id/:action", use: act)
+        router.get("/admin/audit", use: audit)
+    }
+
+    // MARK: Who is asking
+
+    private enum Gate {
+        case admin(AdminAccess.Admin)
+        case answer(Response)
+    }
+
+    /// The signed-in admin, or the page to answer instead: a redirect through the sign-in, or a refusal.
+    private func gate(_ request: Request, _ context: SiwaRequestContext) async throws -> Gate {
+        guard context.session != nil else {
+            var path = request.uri.path
+            if let query = request.uri.query, !query.isEmpty { path += "?" + query }
+            let returnURL = path.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "%2Fadmin"
+            return .answer(
+                Response(
+                    status: .seeOther,
+                    headers: [.location: "/auth/apple/authorize?returnUrl=\(returnURL)", .cacheControl: "no-store"]
+                )
+            )
+        }
+        do {
+            return .admin(try await access.admin(context))
+        } catch let error as AuthServerError {
+            return .answer(refusal(error))
+        }
+    }
+
+    private func refusal(_ error: AuthServerError, admin: AdminAccess.Admin? = nil) -> Response {
+        let explanation: String
+        switch error.code {
+        case AuthServerError.Code.adminRequired:
+            explanation =
+                "You are signed in, but your account does not hold the admin role. An operator grants it with "
+                + "<code>siwa users grant-admin</code> or lists your account in <code>SIWA_ADMIN_USERS</code>."
+        default:
+            explanation = HTMLPage.escape(error.message)
+        }
+        let page = AdminPage(
+            title: error.status == .forbidden ? "Not an admin" : "Refused",
+            section: nil,
+            signedInAs: admin.map(Self.name),
+            main:
+                "<p class=\"notice error\">\(explanation)</p><p>Error code: <code>\(HTMLPage.escape(error.code))</code></p>"
+        )
+        return page.response(status: error.status)
+    }
+
+    static func name(_ admin: AdminAccess.Admin) -> String {
+        admin.user.displayName ?? admin.user.email ?? admin.user.id.description
+    }
+
+    private func page(
+        _ title: String,
+        _ section: AdminPage.Section,
+        _ admin: AdminAccess.Admin,
+        _ main: String
+    )
+        -> Response
+    {
+        AdminPage(title: title, section: section, signedInAs: Self.name(admin), main: main).response()
+    }
+
+    // MARK: Pages
+
+    @Sendable func overview(_ request: Request, context: SiwaRequestContext) async throws -> Response {
+        guard case .admin(let admin) = try await gate(request, context) else {
+            return try await answer(request, context)
+        }
+        let stats = try await AdminStatistics(store: store, now: clock.now).stats(days: 30)
+        let cards = [
+            ("Accounts", stats.accounts.total), ("New in 24 hours", stats.accounts.newLast24Hours),
+            ("New in 7 days", stats.accounts.newLast7Days),
+        ].map { "<div class=\"card\"><div>\($0.0)</div><div class=\"value\">\($0.1)</div></div>" }.joined()
+        func chart(_ title: String, _ series: [(String, [Int])]) -> String {
+            let chart = DailyChart(
+                title: title,
+                days: stats.days,
+                series: series.map { DailyChart.Series(name: $0.0, counts: $0.1) }
+            )
+            return """
+                <section class="panel"><h2>\(HTMLPage.escape(title))</h2>\(chart.svg)\(chart.legend)\
+                <details><summary>The numbers</summary><div class="scroll">\(chart.table)</div></details></section>
+                """
+        }
+        let channels = stats.signInsByChannel.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
+        let reasons = stats.refusedSignInsByReason.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
+        let main =
+            "<div class=\"cards\">\(cards)</div>"
+            + chart(
+                "Sign-ins per day by channel",
+                channels.isEmpty ? [("sign-ins", stats.newAccounts.map { _ in 0 })] : channels
+            )
+            + chart("New accounts per day", [("new accounts", stats.newAccounts)])
+            + chart("Refresh-token reuse detected per day", [("reuse", stats.refreshTokenReuse)])
+            + chart(
+                "Refused sign-ins per day by reason",
+                reasons.isEmpty ? [("refused", stats.newAccounts.map { _ in 0 })] : reasons
+            )
+        return page("Overview", .overview, admin, main)
+    }
+
+    @Sendable func users(_ request: Request, context: SiwaRequestContext) async throws -> Response {
+        guard case .admin(let admin) = try await gate(request, context) else {
+            return try await answer(request, context)
+        }
+        let query = request.uri.queryParameters["q"].map(String.init) ?? ""
+        let cursor: PageCursor?
+        do {
+            cursor = try AdminAPIController.cursor(request)
+        } catch let error as AuthServerError {
+            return refusal(error, admin: admin)
+        }
+        let page: Page<UserRecord>
+        do {
+            page = try await AdminAPIController.refusingForeignCursors {
+                try await store.searchUsers(query, limit: AdminAPIController.pageLimit, after: cursor)
+            }
+        } catch let error as AuthServerError {
+            return refusal(error, admin: admin)
+        }
+        let rows = page.items.map { user in
+            let relay = user.isPrivateEmail ? " <span class=\"badge muted\">relay</span>" : ""
+            return """
+                <tr><td><a href="/admin/users/\(user.id)">\(HTMLPage.escape(user.displayName ?? "(no name)"))</a></td>\
+                <td>\(HTMLPage.escape(user.email ?? "–"))\(relay)</td><td>\(Self.time(user.createdAt))</td>\
+                <td>\(user.lastSignInAt.map(Self.time) ?? "–")</td><td>\(Self.status(user.status))</td></tr>
+                """
+        }.joined()
+        let next =
+            page.next.map {
+                "<div class=\"pager\"><a href=\"/admin/users?q=\(Self.queryValue(query))&amp;after=\($0)\">Next page</a></div>"
+            } ?? ""
+        let main = """
+            <form class="search" method="get" action="/admin/users" role="search">\
+            <label for="q" class="visually-hidden">Search</label>\
+            <input type="search" id="q" name="q" value="\(HTMLPage.escape(query))" \
+            placeholder="email, name, siwa id or Apple sub"><button type="submit">Search</button></form>
+            <div class="panel scroll"><table><thead><tr><th>Name</th><th>Email</th><th>Created</th>\
+            <th>Last sign-in</th><th>Status</th></tr></thead><tbody>\(rows.isEmpty ? "<tr><td colspan=\"5\">No account matches.</td></tr>" : rows)</tbody></table></div>\(next)
+            """
+        return self.page("Users", .users, admin, main)
+    }
+
+    @Sendable func user(_ request: Request, context: SiwaRequestContext) async throws -> Response {
+        guard case .admin(let admin) = try await gate(request, context) else {
+            return try await answer(request, context)
+        }
+        guard let id = context.parameters.get("id").flatMap(UserID.init), let user = try await store.user(id: id) else {
+            return refusal(AdminAPIController.noSuchUser, admin: admin)
+        }
+        let now = clock.now
+        let token = try await store.appleToken(userID: user.id)
+        let sessions = try await store.sessions(userID: user.id, now: now, limit: AdminAPIController.maximumLimit)
+        let formToken = formTokens.token(for: admin.sessionID)
+        func form(
+            _ action: String,
+            _ label: String,
+            _ style: String,
+            hidden: [(String, String)] = [],
+            confirm: String? = nil
+        ) -> String {
+            let fields = ([("token", formToken)] + hidden).map {
+                "<input type=\"hidden\" name=\"\($0.0)\" value=\"\(HTMLPage.escape($0.1))\">"
+            }.joined()
+            let confirmation =
+                confirm.map {
+                    "<label><input type=\"checkbox\" name=\"confirm\" value=\"yes\" required> \(HTMLPage.escape($0))</label> "
+                } ?? ""
+            return """
+                <form class="inline" method="post" action="/admin/users/\(user.id)/\(action)">\(fields)\(confirmation)\
+                <button type="submit" class="\(style)">\(label)</button></form>
+                """
+        }
+        let notice =
+            request.uri.queryParameters["done"].map {
+                "<p class=\"notice\">Done: \(HTMLPage.escape(String($0))).</p>"
+            } ?? ""
+        let sessionRows = sessions.map { session in
+            let end =
+                session.isActive(at: now)
+                ? form(
+                    "end-session",
+                    "End",
+                    "secondary",
+                    hidden: [("session", session.id.description)],
+                    confirm: "sure"
+                )
+                : "ended \(session.revokedAt.map(Self.time) ?? "")"
+            return """
+                <tr><td>\(Self.time(session.createdAt))</td><td>\(session.lastUsedAt.map(Self.time) ?? "–")</td>\
+                <td>\(HTMLPage.escape(session.metadata.channel?.rawValue ?? "–"))</td>\
+                <td>\(HTMLPage.escape(session.metadata.userAgent ?? "–"))</td>\
+                <td>\(HTMLPage.escape(session.metadata.clientAddress ?? "–"))</td>\
+                <td>\(session.expiresAt.map(Self.time) ?? "–")</td><td>\(end)</td></tr>
+                """
+        }.joined()
+        let relay = user.isPrivateEmail ? " <span class=\"badge muted\">relay</span>" : ""
+        let apple =
+            token.map {
+                "held for \(HTMLPage.escape($0.clientID.rawValue)) since \(Self.time($0.storedAt)); Apple last confirmed it "
+                    + ($0.lastValidatedAt.map(Self.time) ?? "never")
+            } ?? "none held"
+        let statusAction =
+            user.status == .disabled
+            ? form("enable", "Enable", "secondary", confirm: "Let this account sign in again")
+            : form("disable", "Disable", "secondary", confirm: "End its sessions and refuse its sign-ins")
+        let main = """
+            \(notice)<section class="panel"><dl>\
+            <dt>Name</dt><dd>\(HTMLPage.escape(user.displayName ?? "(no name)"))</dd>\
+            <dt>Email</dt><dd>\(HTMLPage.escape(user.email ?? "–"))\(relay) \
+            \(user.emailVerified ? "verified" : "not verified"), forwarding \(user.emailForwarding ? "on" : "off")</dd>\
+            <dt>Status</dt><dd>\(Self.status(user.status))</dd>\
+            <dt>siwa id</dt><dd><code>\(user.id)</code></dd>\
+            <dt>Apple sub</dt><dd><code>\(HTMLPage.escape(user.appleUserID.rawValue))</code></dd>\
+            <dt>Client id</dt><dd>\(HTMLPage.escape(user.clientID.rawValue))</dd>\
+            <dt>Created</dt><dd>\(Self.time(user.createdAt))</dd>\
+            <dt>Last sign-in</dt><dd>\(user.lastSignInAt.map(Self.time) ?? "–")</dd>\
+            <dt>Apple refresh token</dt><dd>\(apple)</dd></dl></section>
+            <section class="panel"><h2>Actions</h2><p>\(form("end-all", "End all sessions", "secondary", confirm: "sure")) \
+            \(statusAction) \(form("delete", "Delete account", "danger", confirm: "Delete it and revoke at Apple"))</p></section>
+            <section class="panel"><h2>Sessions</h2><div class="scroll"><table><thead><tr><th>Created</th>\
+            <th>Last used</th><th>Channel</th><th>User agent</th><th>Address</th><th>Expires</th><th></th></tr></thead>\
+            <tbody>\(sessionRows.isEmpty ? "<tr><td colspan=\"7\">No sessions.</td></tr>" : sessionRows)</tbody></table></div></section>
+            <p><a href="/admin/audit?user=\(user.id)">This account's audit log</a></p>
+            """
+        return page(user.displayName ?? user.email ?? "Account", .users, admin, main)
+    }
+
+    @Sendable func act(_ request: Request, context: SiwaRequestContext) async throws -> Response {
+        guard case .admin(let admin) = try await gate(request, context) else {
+            return try await answer(request, context)
+        }
+        do {
+            try CSRFCheck.verify(request, configuration: configuration)
+            var request = request
+            let body = try await request.collectBody(limit: configuration.maximumBodySize)
+            let fields = FormURLEncoding.decode(body.readableBytesView) ?? [:]
+            guard formTokens.accepts(fields["token"], for: admin.sessionID) else {
+                throw AuthServerError(
+                    .forbidden,
+                    AuthServerError.Code.csrfCheckFailed,
+                    "the form's token is not this session's: reload the page and try again"
+                )
+            }
+            guard fields["confirm"] == "yes" else {
+                throw AdminAPIController.invalid("confirm", "must be ticked to confirm the action")
+            }
+            guard let id = context.parameters.get("id").flatMap(UserID.init), let user = try await store.user(id: id)
+            else { throw AdminAPIController.noSuchUser }
+            let done: String
+            switch context.parameters.get("action") ?? "" {
+            case "end-session":
+                guard let session = fields["session"].flatMap(SessionID.init) else {
+                    throw AdminAPIController.invalid("session", "is not a session id")
+                }
+                _ = try await actions.endSessions(of: user, only: session)
+                done = "session ended"
+            case "end-all":
+                done = "\(try await actions.endSessions(of: user, only: nil).count) sessions ended"
+            case "disable":
+                _ = try await actions.disable(user, by: admin)
+                done = "account disabled"
+            case "enable":
+                _ = try await actions.enable(user, by: admin)
+                done = "account enabled"
+            case "delete":
+                let deletion = try await actions.delete(user, by: admin)
+                return Response(
+                    status: .seeOther,
+                    headers: [
+                        .location:
+                            "/admin/users?deleted=\(user.id)&revocation=\(Self.queryValue(deletion.appleRevocation.summary))",
+                        .cacheControl: "no-store",
+                    ]
+                )
+            default:
+                throw AuthServerError(.notFound, AuthServerError.Code.notFound, "there is no such action")
+            }
+            return Response(
+                status: .seeOther,
+                headers: [
+                    .location: "/admin/users/\(user.id)?done=\(Self.queryValue(done))", .cacheControl: "no-store",
+                ]
+            )
+        } catch let error as AuthServerError {
+            return refusal(error, admin: admin)
+        }
+    }
+
+    @Sendable func audit(_ request: Request, context: SiwaRequestContext) async throws -> Response {
+        guard case .admin(let admin) = try await gate(request, context) else {
+            return try await answer(request, context)
+        }
+        let parameters = request.uri.queryParameters
+        var filter = AuditEventFilter()
+        let userText = parameters["user"].map(String.init) ?? ""
+        let typeText = parameters["type"].map(String.init) ?? ""
+        filter.userID = UserID(userText)
+        filter.types = AuditEventType(rawValue: typeText).map { [$0] }
+        let page: Page<AuditEvent>
+        do {
+            let cursor = try AdminAPIController.cursor(request)
+            filter.since = try AdminAPIController.date(parameters["since"].map(String.init), "since")
+            filter.until = try AdminAPIController.date(parameters["until"].map(String.init), "until")
+            page = try await AdminAPIController.refusingForeignCursors {
+                try await store.auditEvents(filter, limit: AdminAPIController.pageLimit, after: cursor)
+            }
+        } catch let error as AuthServerError {
+            return refusal(error, admin: admin)
+        }
+        let options = (["all types"] + AuditEventType.allCases.map(\.rawValue)).map { name in
+            let value = name == "all types" ? "" : name
+            return "<option value=\"\(value)\"\(value == typeText ? " selected" : "")>\(name)</option>"
+        }.joined()
+        let rows = page.items.map { event in
+            let who = event.actor.subject.map { "admin \($0)" } ?? event.actor.kind
+            let what =
+                [
+                    event.channel.map { "channel \($0.rawValue)" }, event.clientID.map { "client \($0.rawValue)" },
+                    event.reason.map { "reason \($0)" },
+                ].compactMap { $0 } + event.details.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }
+            return """
+                <tr><td>\(Self.time(event.time))</td><td>\(HTMLPage.escape(event.type.rawValue))</td>\
+                <td>\(event.userID.map { "<a href=\"/admin/users/\($0)\">\($0)</a>" } ?? "–")</td>\
+                <td>\(HTMLPage.escape(who))</td><td>\(HTMLPage.escape(what.joined(separator: ", ")))</td></tr>
+                """
+        }.joined()
+        var nextQuery = "user=\(Self.queryValue(userText))&amp;type=\(Self.queryValue(typeText))"
+        nextQuery += "&amp;since=\(Self.queryValue(parameters["since"].map(String.init) ?? ""))"
+        nextQuery += "&amp;until=\(Self.queryValue(parameters["until"].map(String.init) ?? ""))"
+        let next =
+            page.next.map {
+                "<div class=\"pager\"><a href=\"/admin/audit?\(nextQuery)&amp;after=\($0)\">Older events</a></div>"
+            } ?? ""
+        let main = """
+            <form class="search" method="get" action="/admin/audit">\
+            <input type="text" name="user" value="\(HTMLPage.escape(userText))" placeholder="siwa user id" aria-label="User">\
+            <select name="type" aria-label="Event type">\(options)</select>\
+            <input type="date" name="since" value="\(HTMLPage.escape(parameters["since"].map(String.init) ?? ""))" aria-label="Since">\
+            <input type="date" name="until" value="\(HTMLPage.escape(parameters["until"].map(String.init) ?? ""))" aria-label="Until">\
+            <button type="submit">Filter</button></form>
+            <div class="panel scroll"><table><thead><tr><th>Time (UTC)</th><th>Event</th><th>Account</th><th>By</th>\
+            <th>Details</th></tr></thead><tbody>\(rows.isEmpty ? "<tr><td colspan=\"5\">No events.</td></tr>" : rows)</tbody></table></div>\(next)
+            """
+        return self.page("Audit log", .audit, admin, main)
+    }
+
+    /// The gate's own answer (a redirect or a refusal) for a request that is not an admin's.
+    private func answer(_ request: Request, _ context: SiwaRequestContext) async throws -> Response {
+        if case .answer(let response) = try await gate(request, context) { return response }
+        return Response(status: .internalServerError)
+    }
+
+    // MARK: Formatting
+
+    static func time(_ date: Date) -> String {
+        let text = date.formatted(.iso8601)
+        return
+            "<time datetime=\"\(text)\">\(text.replacingOccurrences(of: "T", with: " ").replacingOccurrences(of: "Z", with: ""))</time>"
+    }
+
+    static func status(_ status: UserStatus) -> String {
+        switch status {
+        case .active: "<span class=\"badge\">active</span>"
+        case .disabled: "<span class=\"badge warn\">disabled</span>"
+        case .consentRevoked: "<span class=\"badge muted\">consent revoked</span>"
+        case .deleted: "<span class=\"badge muted\">deleted</span>"
+        }
+    }
+
+    static func queryValue(_ text: String) -> String {
+        text.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? ""
+    }
+}

@@ -1,0 +1,154 @@
+import AccountStore
+import AppleSignIn
+import AuthServer
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import NIOCore
+import Testing
+
+/// The console's pages over HTTP: the gate (sign-in redirect, 403 for non-admins), the pages' content, and the
+/// forms' protections (this site's Origin, the session's form token, a ticked confirmation).
+@Suite("Admin console pages")
+struct AdminConsoleTests {
+    struct Page {
+        var status: HTTPResponse.Status
+        var html: String
+        var headers: HTTPFields
+    }
+
+    private static func get(_ server: ServerHarness, _ path: String, bearer: String? = nil) async throws -> Page {
+        var headers: HTTPFields = [:]
+        if let bearer { headers[.authorization] = "Bearer \(bearer)" }
+        let response = try await server.server.execute(uri: path, method: .get, headers: headers, body: nil)
+        return Page(status: response.status, html: String(buffer: response.body), headers: response.headers)
+    }
+
+    private static func post(
+        _ server: ServerHarness,
+        _ path: String,
+        form: [(String, String)],
+        bearer: String,
+        origin: String? = "http://localhost:8080"
+    ) async throws -> Page {
+        var headers: HTTPFields = [
+            .authorization: "Bearer \(bearer)", .contentType: "application/x-www-form-urlencoded",
+        ]
+        if let origin { headers[.origin] = origin }
+        let body = form.map { "\($0.0)=\($0.1.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "")" }
+            .joined(separator: "&")
+        let response = try await server.server.execute(
+            uri: path,
+            method: .post,
+            headers: headers,
+            body: ByteBuffer(string: body)
+        )
+        return Page(status: response.status, html: String(buffer: response.body), headers: response.headers)
+    }
+
+    private static func signIn(_ server: ServerHarness, _ email: String) async throws -> (token: String, id: UserID) {
+        let answer = try await server.signIn(email)
+        return (
+            try #require(answer.json.string("accessToken")),
+            try #require(answer.json.user.string("id").flatMap(UserID.init))
+        )
+    }
+
+    @Test func withoutASessionTheBrowserIsSentThroughTheSignIn() async throws {
+        try await ServerHarness.run { server in
+            let page = try await Self.get(server, "/admin/users?q=ann")
+            #expect(page.status == .seeOther)
+            #expect(page.headers[.location] == "/auth/apple/authorize?returnUrl=%2Fadmin%2Fusers%3Fq%3Dann")
+        }
+    }
+
+    @Test func aUserWithoutTheRoleGetsA403PageSayingSo() async throws {
+        try await ServerHarness.run { server in
+            let user = try await Self.signIn(server, "curious@example.com")
+            for path in ["/admin", "/admin/users", "/admin/users/\(user.id)", "/admin/audit"] {
+                let page = try await Self.get(server, path, bearer: user.token)
+                #expect(page.status == .forbidden, "\(path)")
+                #expect(page.html.contains("does not hold the admin role"))
+                #expect(page.headers[.contentType] == "text/html; charset=utf-8")
+            }
+            let act = try await Self.post(
+                server,
+                "/admin/users/\(user.id)/disable",
+                form: [("confirm", "yes")],
+                bearer: user.token
+            )
+            #expect(act.status == .forbidden)
+            #expect(try await server.store.user(id: user.id)?.disabledAt == nil)
+        }
+    }
+
+    @Test func theAdminSeesTheOverviewUsersAUserAndTheAuditLog() async throws {
+        try await ServerHarness.run { server in
+            let admin = try await Self.signIn(server, "admin@example.com")
+            try await server.store.grantAdmin(AdminSubject(admin.id), by: .operator, now: Date())
+            let user = try await Self.signIn(server, "ann <b>@example.com")
+
+            let overview = try await Self.get(server, "/admin", bearer: admin.token)
+            #expect(overview.status == .ok)
+            #expect(overview.html.contains("<svg class=\"chart\""))
+            #expect(overview.html.contains("Sign-ins per day by channel"))
+            #expect(overview.html.contains("<th scope=\"col\">native</th>"), "the numbers table names the channel")
+            #expect(!overview.html.contains("<script"))
+            #expect(overview.headers[.contentSecurityPolicy]?.contains("default-src 'none'") == true)
+
+            let users = try await Self.get(server, "/admin/users?q=ann", bearer: admin.token)
+            #expect(users.html.contains("href=\"/admin/users/\(user.id)\""))
+            #expect(users.html.contains("ann &lt;b&gt;@example.com"), "escaped")
+            #expect(!users.html.contains("href=\"/admin/users/\(admin.id)\""), "only the accounts that match")
+
+            let detail = try await Self.get(server, "/admin/users/\(user.id)", bearer: admin.token)
+            #expect(detail.status == .ok)
+            #expect(detail.html.contains("<td>native</td>"), "the session's channel")
+            #expect(detail.html.contains("name=\"token\""))
+
+            let audit = try await Self.get(server, "/admin/audit?user=\(user.id)&type=sign_in", bearer: admin.token)
+            #expect(audit.html.contains("<td>sign_in</td>"))
+            #expect(audit.html.contains("channel native"))
+        }
+    }
+
+    @Test func aFormNeedsThisSitesOriginTheSessionsTokenAndAConfirmation() async throws {
+        try await ServerHarness.run { server in
+            let admin = try await Self.signIn(server, "admin@example.com")
+            try await server.store.grantAdmin(AdminSubject(admin.id), by: .operator, now: Date())
+            let user = try await Self.signIn(server, "target@example.com")
+            let detail = try await Self.get(server, "/admin/users/\(user.id)", bearer: admin.token)
+            let marker = "name=\"token\" value=\""
+            let start = try #require(detail.html.range(of: marker)).upperBound
+            let token = String(detail.html[start...].prefix(43))
+            let path = "/admin/users/\(user.id)/disable"
+
+            let crossSite = try await Self.post(
+                server,
+                path,
+                form: [("token", token), ("confirm", "yes")],
+                bearer: admin.token,
+                origin: "https://evil.example"
+            )
+            #expect(crossSite.status == .forbidden)
+            let noToken = try await Self.post(server, path, form: [("confirm", "yes")], bearer: admin.token)
+            #expect(noToken.status == .forbidden)
+            #expect(noToken.html.contains("reload the page"))
+            let unconfirmed = try await Self.post(server, path, form: [("token", token)], bearer: admin.token)
+            #expect(unconfirmed.status == .badRequest)
+            #expect(try await server.store.user(id: user.id)?.disabledAt == nil, "nothing changed so far")
+
+            let done = try await Self.post(
+                server,
+                path,
+                form: [("token", token), ("confirm", "yes")],
+                bearer: admin.token
+            )
+            #expect(done.status == .seeOther)
+            #expect(done.headers[.location] == "/admin/users/\(user.id)?done=account%20disabled")
+            #expect(try await server.store.user(id: user.id)?.disabledAt != nil)
+            #expect(try await server.signIn("target@example.com").status == .forbidden)
+        }
+    }
+}
