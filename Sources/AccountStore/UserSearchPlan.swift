@@ -193,7 +193,7 @@ extension SessionRecord {
 }
 
 extension AuditEventCount {
-    /// The order of ``AccountStore/auditEventCounts(from:until:types:)``: day, type, channel, reason (absent first).
+    /// The order of ``AccountStore/auditEventCounts(from:until:types:now:)``: day, type, channel, reason (absent first).
     public static func orderedBefore(_ first: AuditEventCount, _ second: AuditEventCount) -> Bool {
         func key(_ count: AuditEventCount) -> [String] {
             [count.type.rawValue, count.channel?.rawValue ?? "", count.reason ?? ""]

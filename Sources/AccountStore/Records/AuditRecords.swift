@@ -199,6 +199,33 @@ public struct AuditEventCount: Sendable, Hashable {
 
     /// Milliseconds in a day: events are counted by `time / day` in milliseconds since 1970 (UTC days).
     public static let dayMilliseconds: Int64 = 86_400_000
+
+    /// How long after a day ends its counts are final (events are appended when they happen, give or take the
+    /// requests in flight and the instances' clocks): from then on a store may count the day once and keep the counts.
+    public static let settleTime: TimeInterval = 3_600
+
+    /// The UTC day of `date`: its milliseconds since 1970 divided by ``dayMilliseconds``, rounded down.
+    public static func day(of date: Date) -> Int64 {
+        let milliseconds = date.storedMilliseconds
+        let day = milliseconds / dayMilliseconds
+        return milliseconds < 0 && milliseconds % dayMilliseconds != 0 ? day - 1 : day
+    }
+
+    /// The start of `day`.
+    public static func start(ofDay day: Int64) -> Date {
+        Date(timeIntervalSince1970: Double(day * dayMilliseconds) / 1_000)
+    }
+
+    /// The last day whose counts are final at `now` (it ended ``settleTime`` ago or more).
+    public static func lastSettledDay(now: Date) -> Int64 {
+        day(of: now.addingTimeInterval(-settleTime)) - 1
+    }
+
+    /// The days that overlap `from..<until`, or `nil` for none.
+    public static func days(from: Date, until: Date) -> ClosedRange<Int64>? {
+        guard until.storedMilliseconds > from.storedMilliseconds else { return nil }
+        return day(of: from)...day(of: until.addingTimeInterval(-0.001))
+    }
 }
 
 extension String {
