@@ -228,14 +228,25 @@ public struct AuditEventCount: Sendable, Hashable {
     }
 }
 
-extension String {
-    /// The text cut to its first `length` Unicode scalars.
-    func cut(toScalars length: Int) -> String {
-        unicodeScalars.count <= length ? self : String(String.UnicodeScalarView(unicodeScalars.prefix(length)))
+extension AuditEventCount {
+    /// The order of ``AccountStore/auditEventCounts(from:until:types:now:)``: day, type, channel, reason (absent first).
+    public static func orderedBefore(_ first: AuditEventCount, _ second: AuditEventCount) -> Bool {
+        func key(_ count: AuditEventCount) -> [String] {
+            [count.type.rawValue, count.channel?.rawValue ?? "", count.reason ?? ""]
+        }
+        if first.day != second.day { return first.day < second.day }
+        return key(first).lexicographicallyPrecedes(key(second)) { $0.utf8.lexicographicallyPrecedes($1.utf8) }
     }
 }
 
-extension Date {
-    /// The time as stores keep it: milliseconds since 1970, rounded.
-    var storedMilliseconds: Int64 { Int64((timeIntervalSince1970 * 1_000).rounded()) }
+extension AuditEvent {
+    /// The event ``AccountStore/grantAdmin(_:by:now:)`` and ``AccountStore/revokeAdmin(_:by:now:)`` record.
+    public static func adminRole(
+        _ type: AuditEventType,
+        _ subject: AdminSubject,
+        by actor: AuditActor,
+        now: Date
+    ) -> AuditEvent {
+        AuditEvent(time: now, type: type, userID: subject.userID, actor: actor, details: ["subject": subject.rawValue])
+    }
 }
