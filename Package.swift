@@ -167,6 +167,17 @@ let package = Package(
             ],
             path: "Benchmarks/Sources/siwa-benchmarks"
         ),
+        // The console's store calls on a large store (`Benchmarks/load/search-scale.sh`).
+        .executableTarget(
+            name: "siwa-search-benchmark",
+            dependencies: [
+                "AccountStore",
+                "AccountStoreSQL",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Benchmarks/Sources/siwa-search-benchmark",
+            swiftSettings: swiftSettings
+        ),
         // Shared test support: clocks, generated keys that play Apple, stub transports, the real Apple fixtures.
         .target(
             name: "SiwaTesting",

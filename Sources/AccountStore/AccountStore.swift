@@ -273,16 +273,21 @@ public protocol AccountStore: Sendable {
         after cursor: PageCursor?
     ) async throws(StoreError) -> Page<AuditEvent>
 
-    /// The audit events of `types` at or after `from` and before `until`, counted by UTC day, type, channel and
-    /// reason, ordered by day, type, channel and reason; only non-zero counts.
+    /// The audit events of `types` on every UTC day that overlaps `from..<until` (whole days), counted by day, type,
+    /// channel and reason, ordered by day, type, channel and reason; only non-zero counts.
+    ///
+    /// A day that ended at least ``AuditEventCount/settleTime`` before `now` is counted once and its counts kept
+    /// (SQL: `audit_daily_counts`), so that a month of charts reads a few hundred rows instead of every event; an event
+    /// appended later with a time on such a day is not in them. Newer days are counted from the events on each call.
     func auditEventCounts(
         from: Date,
         until: Date,
-        types: Set<AuditEventType>
+        types: Set<AuditEventType>,
+        now: Date
     ) async throws(StoreError) -> [AuditEventCount]
 
     /// Deletes the audit events from before `before` (the retention), in batches that each hold the database
-    /// briefly. Returns how many went.
+    /// briefly, and the kept counts of the days that ended by then. Returns how many events went.
     @discardableResult
     func purgeAuditEvents(before: Date) async throws(StoreError) -> Int
 

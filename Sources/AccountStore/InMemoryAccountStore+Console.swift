@@ -119,20 +119,31 @@ extension InMemoryAccountStore {
     public func auditEventCounts(
         from: Date,
         until: Date,
-        types: Set<AuditEventType>
+        types: Set<AuditEventType>,
+        now: Date
     ) throws(StoreError) -> [AuditEventCount] {
         try checkAvailable()
-        let (start, end) = (from.storedMilliseconds, until.storedMilliseconds)
+        guard let days = AuditEventCount.days(from: from, until: until), !types.isEmpty else { return [] }
+        // Settled days are counted once and kept, as the SQL store keeps them.
+        let lastSettled = AuditEventCount.lastSettledDay(now: now)
+        var counts: [AuditEventCount] = []
+        for day in days {
+            if day <= lastSettled {
+                if countedDays[day] == nil { countedDays[day] = count(day: day) }
+                counts += countedDays[day, default: []]
+            } else {
+                counts += count(day: day)
+            }
+        }
+        return counts.filter { types.contains($0.type) }.sorted(by: AuditEventCount.orderedBefore)
+    }
+
+    /// Every type's events on `day`, counted by type, channel and reason.
+    private func count(day: Int64) -> [AuditEventCount] {
         var counts: [AuditEventCount: Int] = [:]
-        for event in auditLog where types.contains(event.type) {
-            let time = event.time.storedMilliseconds
-            guard time >= start, time < end else { continue }
-            let day = Date(
-                timeIntervalSince1970: Double(time / AuditEventCount.dayMilliseconds * AuditEventCount.dayMilliseconds)
-                    / 1_000
-            )
+        for event in auditLog where AuditEventCount.day(of: event.time) == day {
             let key = AuditEventCount(
-                day: day,
+                day: AuditEventCount.start(ofDay: day),
                 type: event.type,
                 channel: event.channel,
                 reason: event.reason,
@@ -144,7 +155,7 @@ extension InMemoryAccountStore {
             var counted = key
             counted.count = count
             return counted
-        }.sorted(by: AuditEventCount.orderedBefore)
+        }
     }
 
     public func purgeAuditEvents(before: Date) throws(StoreError) -> Int {
@@ -152,6 +163,7 @@ extension InMemoryAccountStore {
         let cutoff = before.storedMilliseconds
         let count = auditLog.count
         auditLog.removeAll { $0.time.storedMilliseconds < cutoff }
+        countedDays = countedDays.filter { day, _ in (day + 1) * AuditEventCount.dayMilliseconds > cutoff }
         return count - auditLog.count
     }
 

@@ -40,6 +40,8 @@ public actor InMemoryAccountStore: AccountStore {
     /// The audit log, in append order (``InMemoryAccountStore+Console.swift``).
     var auditLog: [AuditEvent] = []
     var adminGrantsBySubject: [AdminSubject: AdminGrant] = [:]
+    /// The counts of settled days, as ``auditEventCounts(from:until:types:now:)`` first counted them.
+    var countedDays: [Int64: [AuditEventCount]] = [:]
 
     public init() {}
 

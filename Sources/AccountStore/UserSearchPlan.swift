@@ -1,9 +1,9 @@
 import AppleSignIn
 
 #if canImport(FoundationEssentials)
-public import FoundationEssentials
+import FoundationEssentials
 #else
-public import Foundation
+import Foundation
 #endif
 
 /// How ``AccountStore/searchUsers(_:limit:after:)`` reads a query and a cursor, written once for every store so that
@@ -134,83 +134,5 @@ public struct UserSearchPlan: Sendable, Hashable {
         }
         if first.key != second.key { return first.key.utf8.lexicographicallyPrecedes(second.key.utf8) }
         return first.id.utf8.lexicographicallyPrecedes(second.id.utf8)
-    }
-}
-
-/// Where a page of the audit log starts: after the event with this time and id (newest first).
-public struct AuditLogPosition: Sendable, Hashable {
-    /// The time in milliseconds since 1970.
-    public var time: Int64
-    /// The event's id, lower-case.
-    public var id: String
-
-    public init(time: Int64, id: UUID) {
-        self.time = time
-        self.id = Self.text(id)
-    }
-
-    /// Reads a cursor of the audit log; `nil` for none.
-    /// - Throws: ``StoreError/Code/invalidInput`` for a cursor not made for the audit log.
-    public init?(_ cursor: PageCursor?) throws(StoreError) {
-        guard let cursor else { return nil }
-        let parts = cursor.parts
-        guard parts.count == 3, parts[0] == "audit", let time = Int64(parts[1]), let id = UUID(uuidString: parts[2])
-        else { throw StoreError(.invalidInput, "audit events: the cursor is not one of the audit log") }
-        self.init(time: time, id: id)
-    }
-
-    /// The cursor of a page that ended here.
-    public var cursor: PageCursor { PageCursor(parts: ["audit", String(time), id]) }
-
-    /// Whether an event at `time` with `id` comes after this position, newest first.
-    public func isFollowed(byTime eventTime: Int64, id eventID: UUID) -> Bool {
-        let other = Self.text(eventID)
-        return eventTime < time || (eventTime == time && other.utf8.lexicographicallyPrecedes(id.utf8))
-    }
-
-    /// Whether the first event comes before the second, newest first.
-    public static func precedes(_ first: (time: Int64, id: UUID), _ second: (time: Int64, id: UUID)) -> Bool {
-        if first.time != second.time { return first.time > second.time }
-        return text(second.id).utf8.lexicographicallyPrecedes(text(first.id).utf8)
-    }
-
-    /// An event id as stored: lower-case.
-    public static func text(_ id: UUID) -> String { id.uuidString.lowercased() }
-}
-
-extension SessionRecord {
-    /// Whether `first` is listed before `second` by ``AccountStore/sessions(userID:now:limit:)``: active sessions
-    /// first, newest first; then ended ones, the most recently ended first; ties by id.
-    public static func listedBefore(_ first: SessionRecord, _ second: SessionRecord, now: Date) -> Bool {
-        let (firstActive, secondActive) = (first.isActive(at: now), second.isActive(at: now))
-        if firstActive != secondActive { return firstActive }
-        let firstTime = firstActive ? first.createdAt : (first.endedAt(now: now) ?? first.createdAt)
-        let secondTime = secondActive ? second.createdAt : (second.endedAt(now: now) ?? second.createdAt)
-        let (a, b) = (firstTime.storedMilliseconds, secondTime.storedMilliseconds)
-        if a != b { return a > b }
-        return first.id.description.utf8.lexicographicallyPrecedes(second.id.description.utf8)
-    }
-}
-
-extension AuditEventCount {
-    /// The order of ``AccountStore/auditEventCounts(from:until:types:)``: day, type, channel, reason (absent first).
-    public static func orderedBefore(_ first: AuditEventCount, _ second: AuditEventCount) -> Bool {
-        func key(_ count: AuditEventCount) -> [String] {
-            [count.type.rawValue, count.channel?.rawValue ?? "", count.reason ?? ""]
-        }
-        if first.day != second.day { return first.day < second.day }
-        return key(first).lexicographicallyPrecedes(key(second)) { $0.utf8.lexicographicallyPrecedes($1.utf8) }
-    }
-}
-
-extension AuditEvent {
-    /// The event ``AccountStore/grantAdmin(_:by:now:)`` and ``AccountStore/revokeAdmin(_:by:now:)`` record.
-    public static func adminRole(
-        _ type: AuditEventType,
-        _ subject: AdminSubject,
-        by actor: AuditActor,
-        now: Date
-    ) -> AuditEvent {
-        AuditEvent(time: now, type: type, userID: subject.userID, actor: actor, details: ["subject": subject.rawValue])
     }
 }

@@ -42,6 +42,7 @@ extension SQLAccountStore {
                 sessionID: session.sessionID
             )
         }
+        let signInEventID = AuditLogPosition.text(signInEvent?.id ?? UUID())
         let createdEventID = UUID()
         let now = try SQLValue.milliseconds(now)
         let appleUserID = facts.appleUserID.rawValue
@@ -99,7 +100,7 @@ extension SQLAccountStore {
                 channel: sessionRow.channel,
                 userAgent: sessionRow.userAgent,
                 clientAddress: sessionRow.clientAddress,
-                eventID: AuditLogPosition.text(signInEvent?.id ?? UUID())
+                eventID: signInEventID
             )
             do {
                 let row = try await postgres("sign in") { connection, logger in
@@ -130,7 +131,7 @@ extension SQLAccountStore {
                             \(bind: emailKey), \(bind: givenNameKey), \(bind: familyNameKey), \(bind: sessionRow.id),
                             \(bind: sessionRow.hash), \(bind: sessionRow.issuedAt), \(bind: sessionRow.expiresAt),
                             \(bind: sessionRow.channel), \(bind: sessionRow.userAgent), \(bind: sessionRow.clientAddress),
-                            \(bind: AuditLogPosition.text(signInEvent?.id ?? UUID()))
+                            \(bind: signInEventID)
                         )
                         """
                     ).run()

@@ -118,21 +118,22 @@ extension SQLAccountStore {
         }
     }
 
-    /// One count over the whole table (which the database walks in its smallest index), and one range of
-    /// `users_by_creation` per date.
+    /// Every count is one index: all accounts, and those created since a time (`users_by_creation`), less the
+    /// anonymised ones among them (the partial index `users_anonymised`, which holds only those).
     public func accountTotals(createdSince: [Date]) async throws(StoreError) -> AccountTotals {
         var dates: [(date: Date, milliseconds: Int64)] = []
         for date in createdSince { dates.append((date, try SQLValue.milliseconds(date))) }
         let since = dates
-        let anonymised = UserRecord.anonymisedPrefix + "%"
         let counts = try await read("count accounts") { database in
             func count(_ condition: SQLQueryString) async throws -> Int {
-                let row = try await database.raw(
-                    "SELECT COUNT(*) AS n FROM users WHERE apple_user_id NOT LIKE \(bind: anonymised) AND \(condition)"
+                let all = try await database.raw("SELECT COUNT(*) AS n FROM users WHERE \(condition)").first()
+                let anonymised = try await database.raw(
+                    "SELECT COUNT(*) AS n FROM users WHERE \(condition) AND apple_user_id LIKE 'anonymised:%'"
                 ).first()
-                return Int(try row?.decode(column: "n", as: Int64.self) ?? 0)
+                return Int(try all?.decode(column: "n", as: Int64.self) ?? 0)
+                    - Int(try anonymised?.decode(column: "n", as: Int64.self) ?? 0)
             }
-            var counts: [Int] = [try await count("1 = 1")]
+            var counts: [Int] = [try await count("created_at >= \(bind: Int64.min)")]
             for (_, milliseconds) in since { counts.append(try await count("created_at >= \(bind: milliseconds)")) }
             return counts
         }
@@ -276,44 +277,119 @@ extension SQLAccountStore {
         )
     }
 
-    /// One aggregate statement per type over `audit_events_by_type`.
+    /// Settled days come from `audit_daily_counts`; a settled day not counted yet is counted first, once: its events
+    /// are read and aggregated without a lock, then its counts and its mark in `audit_counted_days` are written in one
+    /// short transaction (of racing instances, the first mark wins). Newer days are aggregated from
+    /// `audit_events_by_type`, which holds channel and reason, one statement per type.
     public func auditEventCounts(
         from: Date,
         until: Date,
-        types: Set<AuditEventType>
+        types: Set<AuditEventType>,
+        now: Date
     ) async throws(StoreError) -> [AuditEventCount] {
-        let from = try SQLValue.milliseconds(from)
-        let until = try SQLValue.milliseconds(until)
-        let day = AuditEventCount.dayMilliseconds
-        let types = types.map(\.rawValue).sorted()
+        guard let days = AuditEventCount.days(from: from, until: until), !types.isEmpty else { return [] }
+        let lastSettled = min(days.upperBound, AuditEventCount.lastSettledDay(now: now))
+        if days.lowerBound <= lastSettled {
+            try await countSettledDays(days.lowerBound...lastSettled)
+        }
+        let dayLength = AuditEventCount.dayMilliseconds
+        let typeNames = types.map(\.rawValue).sorted()
         let counts = try await read("count audit events") { database in
-            var counts: [AuditEventCount] = []
-            for type in types {
-                let rows = try await database.raw(
+            var rows: [any SQLRow] = []
+            if days.lowerBound <= lastSettled {
+                let names = typeNames.map { "\(bind: $0)" as SQLQueryString }.joined(separator: ", ")
+                rows += try await database.raw(
                     """
-                    SELECT occurred_at / \(bind: day) AS day, channel, reason, COUNT(*) AS n FROM audit_events
-                    WHERE type = \(bind: type) AND occurred_at >= \(bind: from) AND occurred_at < \(bind: until)
-                    GROUP BY 1, 2, 3
+                    SELECT day, type, channel, reason, count AS n FROM audit_daily_counts
+                    WHERE day >= \(bind: days.lowerBound) AND day <= \(bind: lastSettled) AND type IN (\(names))
                     """
                 ).all()
-                for row in rows {
-                    guard let eventType = AuditEventType(rawValue: type) else { continue }
-                    counts.append(
-                        AuditEventCount(
-                            day: SQLValue.date(milliseconds: try row.decode(column: "day", as: Int64.self) * day),
-                            type: eventType,
-                            channel: try row.decode(column: "channel", as: String?.self).map(
-                                SignInChannel.init(rawValue:)
-                            ),
-                            reason: try row.decode(column: "reason", as: String?.self),
-                            count: Int(try row.decode(column: "n", as: Int64.self))
-                        )
+            }
+            let liveFrom = max(days.lowerBound, lastSettled + 1)
+            for type in typeNames where liveFrom <= days.upperBound {
+                rows += try await database.raw(
+                    """
+                    SELECT occurred_at / \(bind: dayLength) AS day, type, COALESCE(channel, '') AS channel,
+                        COALESCE(reason, '') AS reason, COUNT(*) AS n
+                    FROM audit_events
+                    WHERE type = \(bind: type) AND occurred_at >= \(bind: liveFrom * dayLength)
+                        AND occurred_at < \(bind: (days.upperBound + 1) * dayLength)
+                    GROUP BY 1, 2, 3, 4
+                    """
+                ).all()
+            }
+            return try rows.compactMap(Self.dailyCount)
+        }
+        return counts.sorted(by: AuditEventCount.orderedBefore)
+    }
+
+    /// Counts and keeps each day of `days` that is not counted yet.
+    private func countSettledDays(_ days: ClosedRange<Int64>) async throws(StoreError) {
+        let dayLength = AuditEventCount.dayMilliseconds
+        // Days before the oldest event hold none: they need no mark.
+        let (counted, oldest) = try await read("find the counted days") { database in
+            let counted = try await database.raw(
+                """
+                SELECT day FROM audit_counted_days
+                WHERE day >= \(bind: days.lowerBound) AND day <= \(bind: days.upperBound)
+                """
+            ).all().map { try $0.decode(column: "day", as: Int64.self) }
+            let oldest = try await database.raw("SELECT MIN(occurred_at) AS oldest FROM audit_events").first()?
+                .decode(column: "oldest", as: Int64?.self)
+            return (Set(counted), oldest)
+        }
+        guard let oldest else { return }
+        for day in days where !counted.contains(day) && (day + 1) * dayLength > oldest {
+            let groups = try await read("count a day's audit events") { database in
+                try await database.raw(
+                    """
+                    SELECT type, COALESCE(channel, '') AS channel, COALESCE(reason, '') AS reason, COUNT(*) AS n
+                    FROM audit_events
+                    WHERE occurred_at >= \(bind: day * dayLength) AND occurred_at < \(bind: (day + 1) * dayLength)
+                    GROUP BY 1, 2, 3
+                    """
+                ).all().map { row in
+                    (
+                        type: try row.decode(column: "type", as: String.self),
+                        channel: try row.decode(column: "channel", as: String.self),
+                        reason: try row.decode(column: "reason", as: String.self),
+                        count: try row.decode(column: "n", as: Int64.self)
                     )
                 }
             }
-            return counts
+            try await write("keep a day's audit counts") { database in
+                let marked = try await database.raw(
+                    "INSERT INTO audit_counted_days (day) VALUES (\(bind: day)) ON CONFLICT (day) DO NOTHING RETURNING day"
+                ).first()
+                guard marked != nil, !groups.isEmpty else { return }
+                let values = groups.map { group -> SQLQueryString in
+                    """
+                    (\(bind: day), \(bind: group.type), \(bind: group.channel), \(bind: group.reason), \(bind: group.count))
+                    """
+                }
+                try await database.raw(
+                    """
+                    INSERT INTO audit_daily_counts (day, type, channel, reason, count)
+                    VALUES \(values.joined(separator: ", "))
+                    """
+                ).run()
+            }
         }
-        return counts.sorted(by: AuditEventCount.orderedBefore)
+    }
+
+    /// A count row (`day`, `type`, `channel` and `reason` empty for none, `n`); `nil` for a type this siwa does not
+    /// know.
+    private static func dailyCount(_ row: any SQLRow) throws -> AuditEventCount? {
+        guard let type = AuditEventType(rawValue: try row.decode(column: "type", as: String.self)) else { return nil }
+        let channel = try row.decode(column: "channel", as: String.self)
+        let reason = try row.decode(column: "reason", as: String.self)
+        return AuditEventCount(
+            day: AuditEventCount.start(ofDay: try row.decode(column: "day", as: Int64.self)),
+            type: type,
+            channel: channel.isEmpty ? nil : SignInChannel(rawValue: channel),
+            reason: reason.isEmpty ? nil : reason,
+            count: Int(try row.decode(column: "n", as: Int64.self))
+        )
     }
 
     /// Deletes in batches of 10,000 (oldest first), each one statement that commits on its own, so that sign-ins
@@ -336,8 +412,15 @@ extension SQLAccountStore {
                 ).all().count
             }
             total += deleted
-            if deleted < batch { return total }
+            if deleted < batch { break }
         }
+        // The kept counts of the days that ended by the cutoff.
+        let lastDay = cutoff / AuditEventCount.dayMilliseconds - 1
+        try await write("purge audit counts") { database in
+            try await database.raw("DELETE FROM audit_daily_counts WHERE day <= \(bind: lastDay)").run()
+            try await database.raw("DELETE FROM audit_counted_days WHERE day <= \(bind: lastDay)").run()
+        }
+        return total
     }
 
     // MARK: Admin grants

@@ -146,7 +146,8 @@ enum SQLSchema {
         // 5: the operator console. Accounts get search keys compared bytewise (lower-cased as `SearchKey` does: the
         // statements fold ASCII letters, `finish` the others) and their last sign-in (for existing accounts, their
         // newest session's); sessions get how and from where they started; refresh tokens when a non-rotating
-        // contract last checked them (with `used_at`, the session's last use); the audit log and admin grants.
+        // contract last checked them (with `used_at`, the session's last use); the audit log with the kept counts of
+        // settled days (`audit_daily_counts`, and `audit_counted_days` for which days they hold); admin grants.
         [
             "ALTER TABLE users ADD COLUMN email_key \(SQLBytewiseText())",
             "ALTER TABLE users ADD COLUMN given_name_key \(SQLBytewiseText())",
@@ -184,7 +185,21 @@ enum SQLSchema {
             """,
             "CREATE INDEX audit_events_by_time ON audit_events (occurred_at, id)",
             "CREATE INDEX audit_events_by_user ON audit_events (user_id, occurred_at, id)",
-            "CREATE INDEX audit_events_by_type ON audit_events (type, occurred_at, id)",
+            // With channel and reason, so that the day's counts read the index alone.
+            "CREATE INDEX audit_events_by_type ON audit_events (type, occurred_at, id, channel, reason)",
+            """
+            CREATE TABLE audit_daily_counts (
+                day BIGINT NOT NULL,
+                type \(SQLBytewiseText()) NOT NULL,
+                channel \(SQLBytewiseText()) NOT NULL,
+                reason \(SQLBytewiseText()) NOT NULL,
+                count BIGINT NOT NULL,
+                PRIMARY KEY (day, type, channel, reason)
+            )
+            """,
+            "CREATE TABLE audit_counted_days (day BIGINT NOT NULL PRIMARY KEY)",
+            // The few anonymised accounts, which the account totals leave out.
+            "CREATE INDEX users_anonymised ON users (created_at) WHERE apple_user_id LIKE 'anonymised:%'",
             """
             CREATE TABLE admin_grants (
                 subject TEXT NOT NULL PRIMARY KEY,

@@ -474,7 +474,7 @@ extension AccountStoreConformance {
     static func auditEventsAreCounted(_ store: any AccountStore) async throws {
         let day: Int64 = 86_400_000
         // The fixture's base time is 2026-01-01 00:00:00.123 UTC: day 0 starts 123 ms before it.
-        let dayStart = Fixture.time(-123)
+        let (dayStart, secondDay) = (Fixture.time(-123), Fixture.time(day - 123))
         func event(
             _ time: Int64,
             _ type: AuditEventType,
@@ -493,23 +493,52 @@ extension AccountStoreConformance {
             event(8, .accountCreated), event(2 * day, .signIn, channel: .native),
         ]
         for event in events { try await store.appendAuditEvent(event) }
-        let counts = try await store.auditEventCounts(
-            from: dayStart,
-            until: Fixture.time(2 * day - 123),
-            types: [.signIn, .signInRefused]
-        )
-        let secondDay = Fixture.time(day - 123)
-        #expect(
-            counts == [
+        func counts(now: Int64) async throws -> [AuditEventCount] {
+            // The whole days that overlap the range: days 0 and 1.
+            try await store.auditEventCounts(
+                from: dayStart.addingTimeInterval(3_600),
+                until: Fixture.time(2 * day - 124),
+                types: [.signIn, .signInRefused],
+                now: Fixture.time(now)
+            )
+        }
+        func expected(web: Int, nonce: Int) -> [AuditEventCount] {
+            [
                 AuditEventCount(day: dayStart, type: .signIn, channel: .native, reason: nil, count: 2),
                 AuditEventCount(day: dayStart, type: .signIn, channel: .web, reason: nil, count: 2),
                 AuditEventCount(day: dayStart, type: .signInRefused, channel: nil, reason: "expired", count: 1),
                 AuditEventCount(day: dayStart, type: .signInRefused, channel: nil, reason: "nonce", count: 1),
-                AuditEventCount(day: secondDay, type: .signIn, channel: .web, reason: nil, count: 1),
-                AuditEventCount(day: secondDay, type: .signInRefused, channel: nil, reason: "nonce", count: 1),
+                AuditEventCount(day: secondDay, type: .signIn, channel: .web, reason: nil, count: web),
+                AuditEventCount(day: secondDay, type: .signInRefused, channel: nil, reason: "nonce", count: nonce),
             ]
+        }
+        // Day 0 is settled (it ended more than an hour ago), day 1 is not: day 0 is counted once and kept.
+        let dayOneOpen = 2 * day + 600_000
+        #expect(try await counts(now: dayOneOpen) == expected(web: 1, nonce: 1))
+        try await store.appendAuditEvent(event(500, .signIn, channel: .native))
+        try await store.appendAuditEvent(event(day + 9, .signIn, channel: .web))
+        #expect(
+            try await counts(now: dayOneOpen) == expected(web: 2, nonce: 1),
+            "a settled day's counts are kept; an open day is counted anew"
         )
-        #expect(try await store.auditEventCounts(from: dayStart, until: secondDay, types: []).isEmpty)
+        // Once day 1 is settled it is counted once too.
+        let dayOneSettled = 3 * day
+        #expect(try await counts(now: dayOneSettled) == expected(web: 2, nonce: 1))
+        try await store.appendAuditEvent(event(day + 10, .signInRefused, reason: "nonce"))
+        #expect(try await counts(now: dayOneSettled) == expected(web: 2, nonce: 1))
+        #expect(
+            try await store.auditEventCounts(from: dayStart, until: secondDay, types: [], now: Fixture.time(0))
+                .isEmpty
+        )
+        #expect(
+            try await store.auditEventCounts(from: secondDay, until: secondDay, types: [.signIn], now: Fixture.time(0))
+                .isEmpty,
+            "an empty range"
+        )
+
+        // Purging the events before day 1 drops day 0's kept counts too.
+        #expect(try await store.purgeAuditEvents(before: secondDay) == 8)
+        #expect(try await counts(now: dayOneSettled) == Array(expected(web: 2, nonce: 1).suffix(2)))
     }
 
     // MARK: Admin grants

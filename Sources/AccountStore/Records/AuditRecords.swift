@@ -199,16 +199,54 @@ public struct AuditEventCount: Sendable, Hashable {
 
     /// Milliseconds in a day: events are counted by `time / day` in milliseconds since 1970 (UTC days).
     public static let dayMilliseconds: Int64 = 86_400_000
-}
 
-extension String {
-    /// The text cut to its first `length` Unicode scalars.
-    func cut(toScalars length: Int) -> String {
-        unicodeScalars.count <= length ? self : String(String.UnicodeScalarView(unicodeScalars.prefix(length)))
+    /// How long after a day ends its counts are final (events are appended when they happen, give or take the
+    /// requests in flight and the instances' clocks): from then on a store may count the day once and keep the counts.
+    public static let settleTime: TimeInterval = 3_600
+
+    /// The UTC day of `date`: its milliseconds since 1970 divided by ``dayMilliseconds``, rounded down.
+    public static func day(of date: Date) -> Int64 {
+        let milliseconds = date.storedMilliseconds
+        let day = milliseconds / dayMilliseconds
+        return milliseconds < 0 && milliseconds % dayMilliseconds != 0 ? day - 1 : day
+    }
+
+    /// The start of `day`.
+    public static func start(ofDay day: Int64) -> Date {
+        Date(timeIntervalSince1970: Double(day * dayMilliseconds) / 1_000)
+    }
+
+    /// The last day whose counts are final at `now` (it ended ``settleTime`` ago or more).
+    public static func lastSettledDay(now: Date) -> Int64 {
+        day(of: now.addingTimeInterval(-settleTime)) - 1
+    }
+
+    /// The days that overlap `from..<until`, or `nil` for none.
+    public static func days(from: Date, until: Date) -> ClosedRange<Int64>? {
+        guard until.storedMilliseconds > from.storedMilliseconds else { return nil }
+        return day(of: from)...day(of: until.addingTimeInterval(-0.001))
     }
 }
 
-extension Date {
-    /// The time as stores keep it: milliseconds since 1970, rounded.
-    var storedMilliseconds: Int64 { Int64((timeIntervalSince1970 * 1_000).rounded()) }
+extension AuditEventCount {
+    /// The order of ``AccountStore/auditEventCounts(from:until:types:now:)``: day, type, channel, reason (absent first).
+    public static func orderedBefore(_ first: AuditEventCount, _ second: AuditEventCount) -> Bool {
+        func key(_ count: AuditEventCount) -> [String] {
+            [count.type.rawValue, count.channel?.rawValue ?? "", count.reason ?? ""]
+        }
+        if first.day != second.day { return first.day < second.day }
+        return key(first).lexicographicallyPrecedes(key(second)) { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+    }
+}
+
+extension AuditEvent {
+    /// The event ``AccountStore/grantAdmin(_:by:now:)`` and ``AccountStore/revokeAdmin(_:by:now:)`` record.
+    public static func adminRole(
+        _ type: AuditEventType,
+        _ subject: AdminSubject,
+        by actor: AuditActor,
+        now: Date
+    ) -> AuditEvent {
+        AuditEvent(time: now, type: type, userID: subject.userID, actor: actor, details: ["subject": subject.rawValue])
+    }
 }

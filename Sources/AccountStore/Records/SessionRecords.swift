@@ -225,3 +225,17 @@ public struct SigningKeyRecord: Sendable, Hashable {
         self.retiredAt = retiredAt
     }
 }
+
+extension SessionRecord {
+    /// Whether `first` is listed before `second` by ``AccountStore/sessions(userID:now:limit:)``: active sessions
+    /// first, newest first; then ended ones, the most recently ended first; ties by id.
+    public static func listedBefore(_ first: SessionRecord, _ second: SessionRecord, now: Date) -> Bool {
+        let (firstActive, secondActive) = (first.isActive(at: now), second.isActive(at: now))
+        if firstActive != secondActive { return firstActive }
+        let firstTime = firstActive ? first.createdAt : (first.endedAt(now: now) ?? first.createdAt)
+        let secondTime = secondActive ? second.createdAt : (second.endedAt(now: now) ?? second.createdAt)
+        let (a, b) = (firstTime.storedMilliseconds, secondTime.storedMilliseconds)
+        if a != b { return a > b }
+        return first.id.description.utf8.lexicographicallyPrecedes(second.id.description.utf8)
+    }
+}

@@ -7,7 +7,7 @@ import Foundation
 #endif
 
 /// The overview's numbers: account totals, and per UTC day sign-ins by channel, new accounts, refresh-token reuse and
-/// refused sign-ins by reason, all read from the audit log (``AccountStore/auditEventCounts(from:until:types:)``).
+/// refused sign-ins by reason, all read from the audit log (``AccountStore/auditEventCounts(from:until:types:now:)``).
 struct AdminStatistics: Sendable {
     let store: any AccountStore
     let now: Date
@@ -44,7 +44,8 @@ struct AdminStatistics: Sendable {
         let counts = try await store.auditEventCounts(
             from: first,
             until: now.addingTimeInterval(1),
-            types: [.signIn, .accountCreated, .refreshTokenReuse, .signInRefused]
+            types: [.signIn, .accountCreated, .refreshTokenReuse, .signInRefused],
+            now: now
         )
         var signIns: [String: [Int]] = [:]
         var refused: [String: [Int]] = [:]
