@@ -113,7 +113,7 @@ struct WebSignInTests {
             let home = try await harness.browser(.get, "/")
             #expect(home.status == .ok)
             #expect(home.headers[.contentType] == "text/html; charset=utf-8")
-            for link in ["/login", "/.well-known/jwks.json", "/healthz", "/readyz"] {
+            for link in ["/login", "/.well-known/jwks.json", "/healthz", "/readyz", "/admin"] {
                 #expect(home.body.contains(#"href="\#(link)""#), "no link to \(link)")
             }
             #expect(!home.body.contains("<script"))

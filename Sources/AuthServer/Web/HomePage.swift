@@ -17,6 +17,7 @@ struct HomePage {
             ("/.well-known/jwks.json", "JSON Web Key Set", "The public keys that verify this server's access tokens."),
             ("/healthz", "Liveness", "200 while the process runs."),
             ("/readyz", "Readiness", "200 while the database answers, 503 otherwise."),
+            ("/admin", "Operator console", "For admins: accounts, sessions, the audit log and sign-in charts."),
         ]
         if metrics { links.append(("/metrics", "Metrics", "Prometheus text format.")) }
         let items = links.map { link in
