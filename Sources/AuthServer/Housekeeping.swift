@@ -9,8 +9,8 @@ public import FoundationEssentials
 public import Foundation
 #endif
 
-/// Purges the store's expired rows (server nonces, web states, refresh tokens, revoked sessions, deletion records)
-/// every interval until shutdown. Every instance may run it: a purge that finds nothing changes nothing.
+/// Purges the store's expired rows (server nonces, web states, refresh tokens, revoked sessions, deletion records) and
+/// the audit events older than ``HousekeepingConfiguration/auditRetention`` every interval until shutdown. Every instance may run it: a purge that finds nothing changes nothing.
 public struct Housekeeping: Service {
     let store: any AccountStore
     let configuration: HousekeepingConfiguration
@@ -29,10 +29,17 @@ public struct Housekeeping: Service {
         self.logger = logger
     }
 
-    /// One purge; returns what it removed.
+    /// One purge; returns what it removed of the expired rows (the audit events it purged are logged).
     @discardableResult
     public func purge() async throws(StoreError) -> PurgeResult {
-        let result = try await store.purgeExpired(now: clock.now, retention: configuration.retention)
+        let now = clock.now
+        let result = try await store.purgeExpired(now: now, retention: configuration.retention)
+        let auditEvents = try await store.purgeAuditEvents(
+            before: now.addingTimeInterval(-configuration.auditRetention)
+        )
+        if auditEvents > 0 {
+            logger.info("purged old audit events", metadata: ["audit_events": "\(auditEvents)"])
+        }
         if result.total > 0 {
             logger.info(
                 "purged expired rows",

@@ -134,6 +134,14 @@ struct AdminAPITests {
             let refused = try await server.signIn("troubled@example.com")
             #expect(refused.status == .forbidden)
             #expect(refused.json.string("error") == "account_disabled")
+            let recorded = try await server.call(
+                .get,
+                "/admin/api/audit?user=\(user.id)&type=account_disabled,session_ended",
+                bearer: token
+            )
+            let events = recorded.json["events"] as? [[String: Any]] ?? []
+            #expect(Set(events.compactMap { $0["type"] as? String }) == ["account_disabled", "session_ended"])
+            #expect(events.allSatisfy { $0["actor"] as? String == "admin" && $0["actorSubject"] as? String != nil })
             let enabled = try await server.call(.post, "/admin/api/users/\(user.id)/enable", bearer: token)
             #expect(enabled.json.string("status") == "active")
             #expect(try await server.signIn("troubled@example.com").status == .ok)

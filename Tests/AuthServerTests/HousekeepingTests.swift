@@ -53,4 +53,27 @@ struct HousekeepingTests {
         #expect(again.total == 0, "everything expired is already gone")
         #expect(try await store.user(id: user.id) != nil, "accounts are never purged")
     }
+
+    /// Each purge deletes the audit events older than the retention and keeps the newer ones.
+    @Test func aPurgeDeletesAuditEventsPastTheRetention() async throws {
+        let store = InMemoryAccountStore()
+        let clock = ManualWallClock(Date(timeIntervalSince1970: 1_800_000_000))
+        let old = AuditEvent(time: clock.now.addingTimeInterval(-31 * 86_400), type: .accountDisabled, actor: .operator)
+        let recent = AuditEvent(
+            time: clock.now.addingTimeInterval(-29 * 86_400),
+            type: .accountEnabled,
+            actor: .operator
+        )
+        try await store.appendAuditEvent(old)
+        try await store.appendAuditEvent(recent)
+        let housekeeping = Housekeeping(
+            store: store,
+            configuration: HousekeepingConfiguration(purgeInterval: nil, auditRetention: 30 * 86_400),
+            clock: clock,
+            logger: Logger(label: "test")
+        )
+        try await housekeeping.purge()
+        let kept = try await store.auditEvents(AuditEventFilter(), limit: 10, after: nil).items
+        #expect(kept.map(\.id) == [recent.id])
+    }
 }

@@ -37,6 +37,15 @@ struct LifecycleValidationTests {
                 )
                 #expect(refresh.json.string("error") == "apple_consent_revoked")
                 #expect(try await lifecycle.store.user(id: userID)?.appleConsentRevokedAt != nil)
+                // siwa's own check found it: the session ended by the system, the consent named as the reason.
+                let endedEvents = try await lifecycle.store.auditEvents(
+                    AuditEventFilter(userID: userID, types: [.sessionEnded]),
+                    limit: 10,
+                    after: nil
+                ).items
+                #expect(endedEvents.count == 1)
+                #expect(endedEvents.first?.actor == .system)
+                #expect(endedEvents.first?.reason == "apple_consent_revoked")
                 // The other user's token was valid: validated, sessions untouched.
                 #expect(try await lifecycle.eventually { try await validations(lifecycle) == 2 })
                 #expect(try await server.call(.get, "/api/me", bearer: keeper.json.string("accessToken")).status == .ok)

@@ -1,3 +1,4 @@
+import AuthServer
 import Foundation
 import Testing
 
@@ -14,6 +15,18 @@ struct SettingsCatalogTests {
             let source = SettingsSource(environment: [setting.variable: "value-of-\(setting.key)"])
             #expect(source.value(setting.variable) == "value-of-\(setting.key)", "\(setting.key) ≠ \(setting.variable)")
         }
+    }
+
+    /// `SIWA_AUDIT_RETENTION_DAYS` reaches housekeeping (90 days by default).
+    @Test func theAuditRetentionReachesHousekeeping() throws {
+        let base = ["SIWA_BUNDLE_IDS": "com.example.app", "SIWA_DATA_KEY_FILE": "/nonexistent/siwa-test.key"]
+        let defaults = try ServerSettings.load(from: base, createsDataKey: false)
+        #expect(defaults.server.housekeeping.auditRetention == 90 * 86_400)
+        let set = try ServerSettings.load(
+            from: base.merging(["SIWA_AUDIT_RETENTION_DAYS": "30"]) { $1 },
+            createsDataKey: false
+        )
+        #expect(set.server.housekeeping.auditRetention == 30 * 86_400)
     }
 
     @Test func anEmptyVariableIsUnset() {

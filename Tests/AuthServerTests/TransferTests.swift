@@ -120,6 +120,13 @@ struct TransferTests {
             let again = try await exporter.export(targetTeam: try TeamID(Self.teamB), batchSize: 2)
             #expect(again.done == 0, "a re-run skips the accounts already exported")
             #expect(try await teams.store.pendingTransfers(after: nil, limit: 10).count == 3)
+            let exportEvents = try await teams.store.auditEvents(
+                AuditEventFilter(types: [.transferExported]),
+                limit: 10,
+                after: nil
+            ).items
+            #expect(Set(exportEvents.compactMap { $0.userID?.description }) == Set(idOf.values))
+            #expect(exportEvents.allSatisfy { $0.actor == .operator && $0.details["target_team"] == Self.teamB })
 
             // Cai signs in under team B before the import: the token's transfer_sub finds the account.
             try await teams.withServer(teams.appleB) { server in
@@ -135,6 +142,16 @@ struct TransferTests {
             #expect(imported.done == 2, "ann and bob; cai was moved by signing in")
             #expect(imported.failed == 0)
             #expect(try await teams.store.pendingTransfers(after: nil, limit: 10).isEmpty)
+            let importEvents = try await teams.store.auditEvents(
+                AuditEventFilter(types: [.transferCompleted]),
+                limit: 10,
+                after: nil
+            ).items
+            #expect(
+                Set(importEvents.compactMap { $0.userID?.description })
+                    == Set([idOf["ann@example.com"], idOf["bob@example.com"]].compactMap { $0 })
+            )
+            #expect(importEvents.allSatisfy { $0.actor == .operator && $0.reason == "import" })
             let bobID = try #require(idOf["bob@example.com"].flatMap { UserID($0) })
             let bob = try #require(try await teams.store.user(id: bobID))
             #expect(bob.isPrivateEmail, "bob hid his email: team B sees a relay address")

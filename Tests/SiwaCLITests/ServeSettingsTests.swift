@@ -19,6 +19,7 @@ struct ServeSettingsTests {
         ("SIWA_MAX_CONNECTIONS_PER_ADDRESS", "0"), ("SIWA_REQUEST_HEAD_TIMEOUT", "0"),
         ("SIWA_REQUEST_BODY_TIMEOUT", "forever"), ("SIWA_REFRESH_REUSE_GRACE", "999"),
         ("SIWA_MAX_SESSIONS_PER_IDENTITY_TOKEN", "-1"), ("SIWA_ADMIN_USERS", "boss@example.com"),
+        ("SIWA_AUDIT_RETENTION_DAYS", "0"), ("SIWA_AUDIT_RETENTION_DAYS", "3651"),
     ])
     func aBadSettingStopsStartUpNamingIt(variable: String, value: String) async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("siwa-serve-\(UUID().uuidString)")

@@ -232,7 +232,7 @@ struct AdminAPIController: Sendable {
     }
 
     @Sendable func endSessions(_ request: Request, context: SiwaRequestContext) async throws -> Ended {
-        _ = try await access.admin(context)
+        let admin = try await access.admin(context)
         let user = try await existingUser(context)
         var request = request
         let body = try await request.collectBody(limit: configuration.maximumBodySize)
@@ -242,7 +242,7 @@ struct AdminAPIController: Sendable {
             guard let id = SessionID(text) else { throw Self.invalid("sessionId", "is not a session id") }
             return id
         }
-        let ended = try await actions.endSessions(of: user, only: sessionID)
+        let ended = try await actions.endSessions(of: user, only: sessionID, by: admin)
         return Ended(endedSessions: ended.map(\.description))
     }
 

@@ -12,14 +12,25 @@ struct AdminActions: Sendable {
     let clock: any WallClock
     let logger: Logger
 
-    /// Ends the user's session `sessionID`, or all of them; returns those ended.
-    func endSessions(of user: UserRecord, only sessionID: SessionID?) async throws -> [SessionID] {
-        guard let sessionID else { return try await sessions.endAllSessions(userID: user.id) }
+    /// Disables and enables accounts, recording the admin in the audit log.
+    var status: AccountStatusService { AccountStatusService(store: store, clock: clock, logger: logger) }
+
+    /// Ends the user's session `sessionID`, or all of them; returns those ended (recorded as ended by the admin).
+    func endSessions(
+        of user: UserRecord,
+        only sessionID: SessionID?,
+        by admin: AdminAccess.Admin
+    ) async throws
+        -> [SessionID]
+    {
+        guard let sessionID else {
+            return try await sessions.endAllSessions(userID: user.id, by: .admin(admin.subject), reason: "admin")
+        }
         let theirs = try await store.sessions(userID: user.id, now: clock.now, limit: AdminAPIController.maximumLimit)
         guard theirs.contains(where: { $0.id == sessionID }) else {
             throw AuthServerError(.notFound, AuthServerError.Code.notFound, "the user has no session \(sessionID)")
         }
-        try await sessions.endSession(sessionID)
+        try await sessions.ending.end(sessionID, userID: user.id, by: .admin(admin.subject), reason: "admin")
         return [sessionID]
     }
 
@@ -27,7 +38,7 @@ struct AdminActions: Sendable {
         guard user.id != admin.user.id else {
             throw AdminAPIController.invalid("id", "is your own account: another admin must disable it")
         }
-        guard let disabled = try await store.disableUser(id: user.id, now: clock.now) else {
+        guard let disabled = try await status.disable(user.id, by: .admin(admin.subject)) else {
             throw AdminAPIController.noSuchUser
         }
         sessions.ending.recordEnded(disabled.endedSessions, userID: user.id)
@@ -36,7 +47,7 @@ struct AdminActions: Sendable {
     }
 
     func enable(_ user: UserRecord, by admin: AdminAccess.Admin) async throws -> UserRecord {
-        guard let enabled = try await store.enableUser(id: user.id, now: clock.now) else {
+        guard let enabled = try await status.enable(user.id, by: .admin(admin.subject)) else {
             throw AdminAPIController.noSuchUser
         }
         sessions.ending.recordEnded([], userID: user.id)
@@ -51,7 +62,9 @@ struct AdminActions: Sendable {
                 "is your own account: delete it with DELETE /api/me, or ask another admin"
             )
         }
-        guard let deletion = try await deletions.deleteAccount(user.id) else { throw AdminAPIController.noSuchUser }
+        guard let deletion = try await deletions.deleteAccount(user.id, by: .admin(admin.subject)) else {
+            throw AdminAPIController.noSuchUser
+        }
         sessions.forgetDeletedAccount(user.id, endedSessions: deletion.endedSessions)
         logger.info("account deleted by an admin", metadata: ["user": "\(user.id)", "admin": "\(admin.user.id)"])
         return deletion

@@ -280,10 +280,10 @@ struct AdminConsoleController: Sendable {
                 guard let session = fields["session"].flatMap(SessionID.init) else {
                     throw AdminAPIController.invalid("session", "is not a session id")
                 }
-                _ = try await actions.endSessions(of: user, only: session)
+                _ = try await actions.endSessions(of: user, only: session, by: admin)
                 done = "session ended"
             case "end-all":
-                done = "\(try await actions.endSessions(of: user, only: nil).count) sessions ended"
+                done = "\(try await actions.endSessions(of: user, only: nil, by: admin).count) sessions ended"
             case "disable":
                 _ = try await actions.disable(user, by: admin)
                 done = "account disabled"

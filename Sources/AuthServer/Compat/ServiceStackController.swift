@@ -202,7 +202,7 @@ struct ServiceStackController: Sendable {
     /// ServiceStack's `Authenticate {provider: "logout"}` and `/auth/logout` do. Nothing to end is not an error.
     private func endSession(_ request: Request, context: SiwaRequestContext) async throws -> Response {
         if case .refused(let error) = context.authentication, error.status == .forbidden { throw error }
-        if let claims = context.session { try await sessions.endSession(claims.sessionID) }
+        if let claims = context.session { try await sessions.endSession(claims.sessionID, userID: claims.userID) }
         if let refreshToken = request.cookies[Self.refreshCookie]?.value, !refreshToken.isEmpty {
             try await sessions.endSession(refreshToken: refreshToken)
         }

@@ -12,9 +12,17 @@ public struct HousekeepingConfiguration: Sendable {
     /// records after the deletion (default 7 days): long enough for reuse detection to name a stolen token and for
     /// every instance to see each deletion.
     public var retention: TimeInterval
+    /// Seconds the audit log keeps an event (`SIWA_AUDIT_RETENTION_DAYS`, default 90 days); each purge deletes older
+    /// ones.
+    public var auditRetention: TimeInterval
 
-    public init(purgeInterval: Duration? = .seconds(3600), retention: TimeInterval = 7 * 86_400) {
+    public init(
+        purgeInterval: Duration? = .seconds(3600),
+        retention: TimeInterval = 7 * 86_400,
+        auditRetention: TimeInterval = 90 * 86_400
+    ) {
         self.purgeInterval = purgeInterval
         self.retention = retention
+        self.auditRetention = auditRetention
     }
 }

@@ -96,7 +96,8 @@ struct SessionController: Sendable {
     /// (CSRF-checked). The cookies are cleared; a browser's form post is sent back to `/login`.
     @Sendable func logout(_ request: Request, context: SiwaRequestContext) async throws -> Response {
         if request.bearerToken != nil {
-            try await sessions.endSession(context.requireSession().claims.sessionID)
+            let claims = try context.requireSession().claims
+            try await sessions.endSession(claims.sessionID, userID: claims.userID)
             return Response(status: .noContent)
         }
         var request = request
@@ -141,7 +142,7 @@ struct SessionController: Sendable {
             if let token = request.cookies[accessName]?.value, !token.isEmpty,
                 let claims = try? sessions.authenticate(token)
             {
-                try await sessions.endSession(claims.sessionID)
+                try await sessions.endSession(claims.sessionID, userID: claims.userID)
             }
             if let refreshToken = request.cookies[refreshName]?.value, !refreshToken.isEmpty {
                 try await sessions.endSession(refreshToken: refreshToken)

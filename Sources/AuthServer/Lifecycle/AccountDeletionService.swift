@@ -39,6 +39,7 @@ public struct AccountDeletionService: Sendable {
     let sealer: DataSealer
     let clock: any WallClock
     let logger: Logger
+    let audit: AuditLog
 
     /// - Parameters:
     ///   - configuration: deletion mode and revocation backoff.
@@ -61,13 +62,15 @@ public struct AccountDeletionService: Sendable {
         self.sealer = sealer
         self.clock = clock
         self.logger = logger
+        self.audit = AuditLog(store: store, clock: clock, logger: logger)
     }
 
     /// Deletes (or anonymises, per configuration) the account, queues its Apple token's revocation in the same
-    /// transaction, then tries the revocation at once.
+    /// transaction, then tries the revocation at once. The audit log records the deletion and each session ended, by
+    /// `actor` (the user for `DELETE /api/me`, an operator at the command line by default), and the revocation.
     /// - Returns: `nil` when there is no such account.
     /// - Throws: ``StoreError`` when the store fails (nothing is deleted then).
-    public func deleteAccount(_ userID: UserID) async throws -> Deletion? {
+    public func deleteAccount(_ userID: UserID, by actor: AuditActor = .operator) async throws -> Deletion? {
         guard
             let deleted = try await store.deleteUser(
                 id: userID,
@@ -77,6 +80,19 @@ public struct AccountDeletionService: Sendable {
                 now: clock.now
             )
         else { return nil }
+        await audit.append(
+            .accountDeleted,
+            userID: userID,
+            actor: actor,
+            details: ["mode": configuration.deletionMode.rawValue]
+        )
+        await SessionEnding.audit(
+            ended: deleted.endedSessions,
+            userID: userID,
+            by: actor,
+            reason: "account_deleted",
+            in: audit
+        )
         let revocation: AppleRevocation
         if let pending = deleted.queuedRevocation {
             revocation = await attempt(pending)
@@ -102,6 +118,8 @@ public struct AccountDeletionService: Sendable {
     /// retry delay doubled per earlier failure (capped).
     public func attempt(_ pending: PendingAppleRevocation) async -> AppleRevocation {
         let failure: String
+        // The audit log's reason: a short code, never Apple's text.
+        let failureCode: String
         if let apple {
             do {
                 let token = String(decoding: try sealer.open(pending.encryptedRefreshToken), as: UTF8.self)
@@ -112,15 +130,24 @@ public struct AccountDeletionService: Sendable {
                     } catch {
                         logger.warning("removing a done revocation failed", metadata: ["error": "\(error)"])
                     }
+                    await audit.append(
+                        .appleRevocationDone,
+                        userID: pending.userID,
+                        actor: .system,
+                        clientID: pending.clientID
+                    )
                     return .revoked
                 } catch {
                     failure = "\(error.code): \(error.reason)"
+                    failureCode = AuthServerError.snakeCase(error.code.description)
                 }
             } catch {
                 failure = "the sealed token cannot be opened: \(error)"
+                failureCode = "unseal_failed"
             }
         } else {
             failure = "no Apple credentials are configured"
+            failureCode = "no_apple_credentials"
         }
         let retryAt = clock.now.addingTimeInterval(
             configuration.revocationBackoff(afterFailedAttempts: pending.attempts)
@@ -136,6 +163,14 @@ public struct AccountDeletionService: Sendable {
                 "user": "\(pending.userID)", "attempts": "\(pending.attempts + 1)", "reason": "\(failure)",
                 "retry_at": "\(retryAt)",
             ]
+        )
+        await audit.append(
+            .appleRevocationQueued,
+            userID: pending.userID,
+            actor: .system,
+            clientID: pending.clientID,
+            reason: failureCode,
+            details: ["attempts": "\(pending.attempts + 1)"]
         )
         return .queued(retryAt: retryAt, reason: failure)
     }

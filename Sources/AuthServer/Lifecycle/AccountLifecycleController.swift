@@ -73,7 +73,13 @@ struct AccountLifecycleController: Sendable {
         )
         switch outcome {
         case .applied(let record, let endedSessions, let deletedUser):
-            sessions.notificationApplied(endedSessions: endedSessions, userID: record.userID, deletedUser: deletedUser)
+            await sessions.notificationApplied(
+                endedSessions: endedSessions,
+                userID: record.userID,
+                deletedUser: deletedUser,
+                type: record.type
+            )
+            await recordInAuditLog(record, deletedUser: deletedUser)
             context.logger.info(
                 "Apple notification applied",
                 metadata: [
@@ -84,7 +90,44 @@ struct AccountLifecycleController: Sendable {
             return NotificationAnswer(outcome: record.outcome)
         case .duplicate(let record):
             context.logger.info("Apple notification already applied", metadata: ["type": "\(record.type)"])
+            await sessions.audit.append(
+                .appleNotificationIgnored,
+                userID: record.userID,
+                actor: .apple,
+                reason: "duplicate",
+                details: ["type": record.type]
+            )
             return NotificationAnswer(outcome: "duplicate")
+        }
+    }
+
+    /// Records a notification the store took: applied (and the account it deleted, by Apple), or ignored and why
+    /// (`stale`, `unknown_user`, `ignored` for a type that changes nothing).
+    private func recordInAuditLog(_ record: AppleNotificationRecord, deletedUser: UserID?) async {
+        let audit = sessions.audit
+        guard record.outcome == "applied" else {
+            await audit.append(
+                .appleNotificationIgnored,
+                userID: record.userID,
+                actor: .apple,
+                reason: record.outcome,
+                details: ["type": record.type]
+            )
+            return
+        }
+        await audit.append(
+            .appleNotificationApplied,
+            userID: record.userID,
+            actor: .apple,
+            details: ["type": record.type]
+        )
+        if let deletedUser {
+            await audit.append(
+                .accountDeleted,
+                userID: deletedUser,
+                actor: .apple,
+                details: ["mode": configuration.lifecycle.deletionMode.rawValue]
+            )
         }
     }
 
@@ -92,7 +135,7 @@ struct AccountLifecycleController: Sendable {
     @Sendable func deleteMe(_ request: Request, context: SiwaRequestContext) async throws -> Response {
         // Bearer, or the session cookie with the CSRF check (a DELETE changes state).
         let (claims, byCookie) = try context.requireSession()
-        guard let deletion = try await deletions.deleteAccount(claims.userID) else {
+        guard let deletion = try await deletions.deleteAccount(claims.userID, by: .user) else {
             throw AuthServerError.unauthorized(AuthServerError.Code.unknownUser, "the account no longer exists")
         }
         sessions.forgetDeletedAccount(claims.userID, endedSessions: deletion.endedSessions)

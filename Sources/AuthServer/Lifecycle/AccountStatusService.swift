@@ -11,6 +11,7 @@ public struct AccountStatusService: Sendable {
     let store: any AccountStore
     let clock: any WallClock
     let logger: Logger
+    let audit: AuditLog
 
     /// - Parameters:
     ///   - store: the accounts.
@@ -20,11 +21,21 @@ public struct AccountStatusService: Sendable {
         self.store = store
         self.clock = clock
         self.logger = logger
+        self.audit = AuditLog(store: store, clock: clock, logger: logger)
     }
 
-    /// Disables the account and ends its sessions; `nil` when there is no such account.
-    public func disable(_ userID: UserID) async throws -> DisabledAccount? {
+    /// Disables the account and ends its sessions; `nil` when there is no such account. The audit log records the
+    /// disabling and each session ended, by `actor` (an operator at the command line by default).
+    public func disable(_ userID: UserID, by actor: AuditActor = .operator) async throws -> DisabledAccount? {
         guard let disabled = try await store.disableUser(id: userID, now: clock.now) else { return nil }
+        await audit.append(.accountDisabled, userID: userID, actor: actor)
+        await SessionEnding.audit(
+            ended: disabled.endedSessions,
+            userID: userID,
+            by: actor,
+            reason: "account_disabled",
+            in: audit
+        )
         logger.info(
             "account disabled",
             metadata: ["user": "\(userID)", "sessions": "\(disabled.endedSessions.count)"]
@@ -32,9 +43,10 @@ public struct AccountStatusService: Sendable {
         return disabled
     }
 
-    /// Enables the account again; `nil` when there is no such account.
-    public func enable(_ userID: UserID) async throws -> UserRecord? {
+    /// Enables the account again; `nil` when there is no such account. The audit log records it, by `actor`.
+    public func enable(_ userID: UserID, by actor: AuditActor = .operator) async throws -> UserRecord? {
         guard let enabled = try await store.enableUser(id: userID, now: clock.now) else { return nil }
+        await audit.append(.accountEnabled, userID: userID, actor: actor)
         logger.info("account enabled", metadata: ["user": "\(userID)"])
         return enabled
     }

@@ -40,6 +40,8 @@ public struct AccountTransferService: Sendable {
     let clientID: ClientID
     let clock: any WallClock
     let logger: Logger
+    /// Records each account exported or moved (by an operator: the transfer commands).
+    let audit: AuditLog
 
     /// - Parameters:
     ///   - store: the accounts.
@@ -58,6 +60,7 @@ public struct AccountTransferService: Sendable {
         self.apple = apple
         self.clientID = clientID
         self.clock = clock
+        self.audit = AuditLog(store: store, clock: clock, logger: logger)
         self.logger = logger
     }
 
@@ -91,6 +94,13 @@ public struct AccountTransferService: Sendable {
                     targetTeam: targetTeam.rawValue,
                     now: clock.now
                 )
+                await audit.append(
+                    .transferExported,
+                    userID: user.id,
+                    actor: .operator,
+                    clientID: clientID,
+                    details: ["target_team": targetTeam.rawValue]
+                )
                 return true
             }
         )
@@ -123,6 +133,14 @@ public struct AccountTransferService: Sendable {
                     email: moved.email,
                     isPrivateEmail: moved.isPrivateEmail,
                     now: clock.now
+                )
+                await audit.append(
+                    .transferCompleted,
+                    userID: transfer.userID,
+                    actor: .operator,
+                    clientID: clientID,
+                    reason: "import",
+                    details: ["team": team.rawValue]
                 )
                 return true
             }

@@ -38,6 +38,7 @@ public final class ServerMetrics: Sendable {
     private let jwksFetchesOK: Counter
     private let jwksFetchesFailed: Counter
     private let codeExchangeFailures: Counter
+    private let auditWriteFailures: Counter
 
     private struct RequestKey: Hashable, Sendable {
         var method: String
@@ -112,6 +113,13 @@ public final class ServerMetrics: Sendable {
                 "Authorization codes Apple did not exchange (the sign-in went on without them)."
             )
         )
+        self.auditWriteFailures = registry.makeCounter(
+            descriptor: Self.name(
+                "audit_write_failures",
+                "total",
+                "Audit events the store did not record (the action they record went on)."
+            )
+        )
     }
 
     /// `siwa_<metric>_<unit>`, with its help text.
@@ -153,6 +161,11 @@ public final class ServerMetrics: Sendable {
     /// Counts an authorization code Apple did not exchange.
     func codeExchangeFailed() {
         codeExchangeFailures.increment()
+    }
+
+    /// Counts an audit event the store did not record.
+    func auditWriteFailed() {
+        auditWriteFailures.increment()
     }
 
     /// Every metric in Prometheus text exposition format (version 0.0.4).

@@ -119,7 +119,8 @@ final class AppleConsentChecker: Sendable {
             return .valid
         case .revoked:
             do {
-                let ended = try await ending.endAppleConsent(userID: token.userID)
+                // Found by siwa's own check (Apple answered `invalid_grant`): ended by the system.
+                let ended = try await ending.endAppleConsent(userID: token.userID, by: .system)
                 logger.info(
                     "Apple refresh token revoked: consent ended, sessions ended",
                     metadata: ["user": "\(token.userID)", "sessions": "\(ended.count)"]

@@ -13,29 +13,50 @@ struct SessionEnding: Sendable {
     let revocations: RevocationList
     let users: UserCache
     let clock: any WallClock
+    /// Records ``AuditEventType/sessionEnded`` for every session actually ended.
+    let audit: AuditLog
 
     /// Ends one session (the account itself is unchanged, so its cache entry stays). Returns whether it was active.
+    /// - Parameters:
+    ///   - userID: its account, when known (for the audit log).
+    ///   - actor: who ended it; `reason`: why (a short code such as `logout` or `reuse`).
     @discardableResult
-    func end(_ sessionID: SessionID) async throws -> Bool {
+    func end(_ sessionID: SessionID, userID: UserID?, by actor: AuditActor, reason: String) async throws -> Bool {
         let ended = try await store.revokeSession(sessionID, now: clock.now)
         recordEnded([sessionID], userID: nil)
+        if ended { await Self.audit(ended: [sessionID], userID: userID, by: actor, reason: reason, in: audit) }
         return ended
     }
 
     /// Ends every session of a user; returns those that were active.
     @discardableResult
-    func endAll(userID: UserID) async throws -> [SessionID] {
+    func endAll(userID: UserID, by actor: AuditActor, reason: String) async throws -> [SessionID] {
         let ended = try await store.revokeSessions(userID: userID, now: clock.now)
         recordEnded(ended, userID: userID)
+        await Self.audit(ended: ended, userID: userID, by: actor, reason: reason, in: audit)
         return ended
     }
 
     /// Apple ended the user's consent: every session ends and the Apple token goes (``AccountStore/endAppleConsent(userID:now:)``).
     @discardableResult
-    func endAppleConsent(userID: UserID) async throws -> [SessionID] {
+    func endAppleConsent(userID: UserID, by actor: AuditActor) async throws -> [SessionID] {
         let ended = try await store.endAppleConsent(userID: userID, now: clock.now)
         recordEnded(ended, userID: userID)
+        await Self.audit(ended: ended, userID: userID, by: actor, reason: "apple_consent_revoked", in: audit)
         return ended
+    }
+
+    /// Both halves' record for sessions the store has already ended in its own transaction (a deletion, a
+    /// notification applied): the memory half (``recordEnded(_:userID:deletedUser:)``) and the audit log.
+    func storeEnded(
+        _ sessions: [SessionID],
+        userID: UserID?,
+        deletedUser: UserID? = nil,
+        by actor: AuditActor,
+        reason: String
+    ) async {
+        recordEnded(sessions, userID: userID, deletedUser: deletedUser)
+        await Self.audit(ended: sessions, userID: userID ?? deletedUser, by: actor, reason: reason, in: audit)
     }
 
     /// The in-memory half, for sessions the store has already ended (a detected reuse, a deletion or a notification
@@ -49,5 +70,19 @@ struct SessionEnding: Sendable {
             users.invalidate(deletedUser)
         }
         if let userID { users.invalidate(userID) }
+    }
+
+    /// Records ``AuditEventType/sessionEnded`` once per session in `ended`. The one place it is recorded: also for
+    /// services with no server memory to update (`siwa users disable` ends sessions in the store's transaction).
+    static func audit(
+        ended: [SessionID],
+        userID: UserID?,
+        by actor: AuditActor,
+        reason: String,
+        in audit: AuditLog
+    ) async {
+        for sessionID in ended {
+            await audit.append(.sessionEnded, userID: userID, actor: actor, reason: reason, sessionID: sessionID)
+        }
     }
 }

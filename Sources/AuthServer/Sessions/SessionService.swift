@@ -20,6 +20,8 @@ public final class SessionService: Sendable {
     let issuer: AccessTokenIssuer
     let users: UserCache
     let ending: SessionEnding
+    /// The audit log, for the events of sign-ins and of the account lifecycle.
+    var audit: AuditLog { ending.audit }
     /// Validates overdue Apple refresh tokens on refresh (`nil`: no Apple credentials, nothing to validate).
     let appleConsent: AppleConsentChecker?
     let metrics: ServerMetrics?
@@ -38,7 +40,13 @@ public final class SessionService: Sendable {
         clock: any WallClock,
         logger: Logger
     ) {
-        let ending = SessionEnding(store: store, revocations: revocations, users: users, clock: clock)
+        let ending = SessionEnding(
+            store: store,
+            revocations: revocations,
+            users: users,
+            clock: clock,
+            audit: AuditLog(store: store, clock: clock, logger: logger, metrics: metrics)
+        )
         self.configuration = configuration
         self.store = store
         self.issuer = issuer
@@ -139,7 +147,7 @@ public final class SessionService: Sendable {
                 userID: userID
             )
         case .reused(let sessionID, let userID):
-            throw try await reuseDetected(sessionID: sessionID, userID: userID, logger: logger)
+            throw try await reuseDetected(sessionID: sessionID, userID: userID, endedByStore: true, logger: logger)
         case .revoked(_, let userID):
             metrics?.refresh(.revoked)
             if let ended = try await appleConsentEndedError(userID: userID) { throw ended }
@@ -220,9 +228,20 @@ public final class SessionService: Sendable {
 
     /// A rotated token was presented again, on any route: the session ends (a rotation has already revoked it in the
     /// store, and revoking again changes nothing; a check has not), and this instance refuses its access tokens at once.
-    private func reuseDetected(sessionID: SessionID, userID: UserID, logger: Logger) async throws -> AuthServerError {
+    /// The audit log records the reuse and the session's end (by the system).
+    private func reuseDetected(
+        sessionID: SessionID,
+        userID: UserID,
+        endedByStore: Bool = false,
+        logger: Logger
+    ) async throws -> AuthServerError {
         metrics?.refresh(.reused)
-        try await ending.end(sessionID)
+        await audit.append(.refreshTokenReuse, userID: userID, actor: .system, sessionID: sessionID)
+        if endedByStore {
+            await ending.storeEnded([sessionID], userID: userID, by: .system, reason: "reuse")
+        } else {
+            try await ending.end(sessionID, userID: userID, by: .system, reason: "reuse")
+        }
         logger.warning(
             "refresh token reused: session revoked",
             metadata: ["user": "\(userID)", "session": "\(sessionID)"]
@@ -283,9 +302,9 @@ public final class SessionService: Sendable {
 
     // MARK: Ending
 
-    /// Ends one session (logout).
-    func endSession(_ sessionID: SessionID) async throws {
-        try await ending.end(sessionID)
+    /// Ends one session of `userID` (logout, by the user).
+    func endSession(_ sessionID: SessionID, userID: UserID) async throws {
+        try await ending.end(sessionID, userID: userID, by: .user, reason: "logout")
     }
 
     /// Ends the session of a refresh token of any contract (logout by refresh token); an unknown token ends nothing.
@@ -293,23 +312,24 @@ public final class SessionService: Sendable {
         guard !refreshToken.isEmpty, refreshToken.utf8.count <= 512,
             let session = try await store.session(refreshTokenHash: RefreshTokens.hash(refreshToken))
         else { return }
-        try await ending.end(session.sessionID)
+        try await ending.end(session.sessionID, userID: session.userID, by: .user, reason: "logout")
     }
 
     /// Ends every session of a user.
     @discardableResult
-    func endAllSessions(userID: UserID) async throws -> [SessionID] {
-        try await ending.endAll(userID: userID)
+    func endAllSessions(userID: UserID, by actor: AuditActor, reason: String) async throws -> [SessionID] {
+        try await ending.endAll(userID: userID, by: actor, reason: reason)
     }
 
-    /// An account was deleted (its sessions ended in the deletion's transaction): its access tokens are refused and
-    /// it leaves the cache.
+    /// An account was deleted (its sessions ended in the deletion's transaction, which ``AccountDeletionService``
+    /// records in the audit log): its access tokens are refused and it leaves the cache.
     func forgetDeletedAccount(_ userID: UserID, endedSessions: [SessionID]) {
         ending.recordEnded(endedSessions, userID: userID, deletedUser: userID)
     }
 
-    /// An Apple notification was applied in the store: the sessions it ended, the account it changed or deleted.
-    func notificationApplied(endedSessions: [SessionID], userID: UserID?, deletedUser: UserID?) {
-        ending.recordEnded(endedSessions, userID: userID, deletedUser: deletedUser)
+    /// An Apple notification (of `type`) was applied in the store: the sessions it ended (recorded as ended by
+    /// Apple), the account it changed or deleted.
+    func notificationApplied(endedSessions: [SessionID], userID: UserID?, deletedUser: UserID?, type: String) async {
+        await ending.storeEnded(endedSessions, userID: userID, deletedUser: deletedUser, by: .apple, reason: type)
     }
 }

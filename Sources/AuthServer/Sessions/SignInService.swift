@@ -72,14 +72,25 @@ struct SignInService: Sendable {
         contract: SessionContract = .canonical,
         requiredAudience: ClientID? = nil
     ) async throws -> SignedIn {
-        let token = try await verifyIdentityToken(
-            identityToken,
-            nonce: nonce,
-            requiredAudience: requiredAudience,
-            consumesServerNonce: flow != .web
-        )
+        let channel = Self.channel(flow: flow, contract: contract)
+        let token: IdentityToken
+        do {
+            token = try await verifyIdentityToken(
+                identityToken,
+                nonce: nonce,
+                requiredAudience: requiredAudience,
+                consumesServerNonce: flow != .web
+            )
+        } catch let error as AuthServerError {
+            // Apple unreachable or siwa misconfigured is no refusal of the user's token.
+            if error.status == .unauthorized {
+                await refused(Self.refusalReason(error.code), channel: channel, clientID: requiredAudience)
+            }
+            throw error
+        }
         guard replays.admit(identityToken, expiresAt: token.expiresAt, now: clock.now) else {
             metrics?.identityTokenFailure(reason: AuthServerError.Code.identityTokenReplayed)
+            await refused("replay", channel: channel, clientID: token.aud)
             throw AuthServerError.unauthorized(
                 AuthServerError.Code.identityTokenReplayed,
                 "this identity token has already signed in \(replays.limit) times; get a new one from Apple"
@@ -116,6 +127,7 @@ struct SignInService: Sendable {
             replays.release(identityToken)
             // Linking by email found an account whose own Apple ID still signs in: refused, never taken over.
             guard error.code == .duplicate, configuration.linkAccountsByEmail else { throw error }
+            await refused(AuthServerError.Code.emailInUse, channel: channel, clientID: token.aud)
             throw AuthServerError(
                 .conflict,
                 AuthServerError.Code.emailInUse,
@@ -126,6 +138,7 @@ struct SignInService: Sendable {
         guard !outcome.user.isDisabled else {
             sessions.signedIn(outcome.user)
             logger.info("sign-in refused: the account is disabled", metadata: ["user": "\(outcome.user.id)"])
+            await refused("disabled", channel: channel, clientID: token.aud, userID: outcome.user.id)
             throw AuthServerError.accountDisabled
         }
         let access = try sessions.issueAccessToken(userID: outcome.user.id, sessionID: session.record.sessionID)
@@ -152,6 +165,42 @@ struct SignInService: Sendable {
             expiresIn: access.expiresIn,
             refreshToken: session.refreshToken
         )
+    }
+
+    /// Records a refused sign-in in the audit log: why (a short code), how and for which client, and the account
+    /// when known. Never the token. Also recorded: `replay`, `email_in_use`, `disabled`.
+    private func refused(
+        _ reason: String,
+        channel: SignInChannel,
+        clientID: ClientID?,
+        userID: UserID? = nil
+    ) async {
+        await sessions.audit.append(
+            .signInRefused,
+            userID: userID,
+            // siwa refused it (the user only tried).
+            actor: .system,
+            channel: channel,
+            clientID: clientID,
+            reason: reason
+        )
+    }
+
+    /// The audit log's reason for a refused identity token: the failed check (`expired`, `audience_mismatch`,
+    /// `signature_invalid`, `nonce_mismatch`, …), without the answer's `identity_token_` prefix.
+    static func refusalReason(_ code: String) -> String {
+        let prefix = "identity_token_"
+        return code.hasPrefix(prefix) ? String(code.dropFirst(prefix.count)) : code
+    }
+
+    /// The channel a sign-in came by.
+    static func channel(flow: ServerMetrics.SignInFlow, contract: SessionContract) -> SignInChannel {
+        switch contract {
+        case .serviceStack: .serviceStack
+        case .vaporTutorial: .vaporTutorial
+        case .rentManager: .rentManager
+        case .canonical: flow == .web ? .web : .native
+        }
     }
 
     /// Verifies an identity token: Apple's checks and the nonce, then `requiredAudience` when given, then (when the

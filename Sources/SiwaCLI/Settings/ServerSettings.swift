@@ -203,6 +203,9 @@ struct ServerSettings {
         if let refuse = try flag("SIWA_REFUSE_REFRESH_WHEN_APPLE_UNAVAILABLE") {
             server.lifecycle.refuseRefreshWhenAppleUnavailable = refuse
         }
+        if let days = try number("SIWA_AUDIT_RETENTION_DAYS", 1...3650) {
+            server.housekeeping.auditRetention = Double(Int(days)) * 86_400
+        }
 
         try loadWebSettings(into: &server, value: value, number: number, flag: flag)
         try loadCompatibilitySettings(into: &server, value: value, flag: flag)

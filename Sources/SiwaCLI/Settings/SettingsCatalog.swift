@@ -377,6 +377,12 @@ enum SettingsCatalog {
                     defaultValue: "false",
                     meaning: "Refuse refreshes while Apple cannot confirm the user's consent."
                 ),
+                .init(
+                    key: "auditRetentionDays",
+                    variable: "SIWA_AUDIT_RETENTION_DAYS",
+                    defaultValue: "90",
+                    meaning: "Days the audit log keeps an event (1 to 3650); housekeeping purges older ones."
+                ),
             ]
         ),
         (
