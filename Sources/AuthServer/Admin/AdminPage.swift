@@ -74,14 +74,7 @@ struct AdminPage {
 
     /// The page as a response with the headers every page of siwa carries.
     func response(status: HTTPResponse.Status = .ok) -> Response {
-        var fields = HTTPFields()
-        fields[.contentType] = "text/html; charset=utf-8"
-        fields[.contentSecurityPolicy] = Self.contentSecurityPolicy
-        fields[.cacheControl] = "no-store"
-        fields[.xContentTypeOptions] = "nosniff"
-        fields[HTTPField.Name("Referrer-Policy")!] = "same-origin"
-        fields[HTTPField.Name("X-Frame-Options")!] = "DENY"
-        return Response(status: status, headers: fields, body: .init(byteBuffer: ByteBuffer(string: html)))
+        HTMLPage.response(html, status: status, policy: Self.contentSecurityPolicy)
     }
 
     /// No script; the stylesheet by hash; forms post only here; never framed.

@@ -19,21 +19,9 @@ struct AdminStatistics: Sendable {
         Date(timeIntervalSince1970: (date.timeIntervalSince1970 / day).rounded(.down) * day)
     }
 
-    /// `2026-11-24`.
+    /// `2026-11-24`: the date part of ``UserResponse/iso8601(_:)``'s UTC time.
     static func label(_ day: Date) -> String {
-        let days = Int((day.timeIntervalSince1970 / Self.day).rounded(.down))
-        // Civil date from days since 1970 (Howard Hinnant's algorithm): no calendar or time zone involved.
-        let z = days + 719_468
-        let era = (z >= 0 ? z : z - 146_096) / 146_097
-        let dayOfEra = z - era * 146_097
-        let yearOfEra = (dayOfEra - dayOfEra / 1_460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
-        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
-        let monthIndex = (5 * dayOfYear + 2) / 153
-        let dayOfMonth = dayOfYear - (153 * monthIndex + 2) / 5 + 1
-        let month = monthIndex < 10 ? monthIndex + 3 : monthIndex - 9
-        let year = yearOfEra + era * 400 + (month <= 2 ? 1 : 0)
-        func two(_ value: Int) -> String { value < 10 ? "0\(value)" : "\(value)" }
-        return "\(year)-\(two(month))-\(two(dayOfMonth))"
+        String(UserResponse.iso8601(day).prefix(10))
     }
 
     func stats(days count: Int) async throws -> AdminAPIController.Stats {

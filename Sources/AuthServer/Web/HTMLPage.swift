@@ -55,9 +55,19 @@ struct HTMLPage {
 
     /// The page as a response with the security headers every page carries.
     func response(status: HTTPResponse.Status = .ok, headers: HTTPFields = [:]) -> Response {
+        Self.response(html, status: status, headers: headers, policy: Self.contentSecurityPolicy)
+    }
+
+    /// `html` answered with the headers every page of siwa carries, under `policy`.
+    static func response(
+        _ html: String,
+        status: HTTPResponse.Status,
+        headers: HTTPFields = [:],
+        policy: String
+    ) -> Response {
         var fields = headers
         fields[.contentType] = "text/html; charset=utf-8"
-        fields[.contentSecurityPolicy] = Self.contentSecurityPolicy
+        fields[.contentSecurityPolicy] = policy
         fields[.cacheControl] = "no-store"
         fields[.xContentTypeOptions] = "nosniff"
         fields[HTTPField.Name("Referrer-Policy")!] = "same-origin"
