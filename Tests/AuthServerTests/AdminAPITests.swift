@@ -3,6 +3,8 @@ import AppleSignIn
 import AuthServer
 import Foundation
 import HTTPTypes
+import HummingbirdTesting
+import NIOCore
 import Testing
 
 /// The admin API (`/admin/api/`): who may call it, and each operation end to end against the emulator.
@@ -120,6 +122,30 @@ struct AdminAPITests {
             let all = try await server.call(.post, "/admin/api/users/\(phone.id)/sessions/end", bearer: token)
             #expect((all.json["endedSessions"] as? [String])?.count == 1)
             #expect(try await server.call(.get, "/api/me", bearer: laptop.token).status == .unauthorized)
+        }
+    }
+
+    @Test func aSessionKeepsTheUserAgentAndAddressItWasStartedFrom() async throws {
+        try await ServerHarness.run { server in
+            let token = try await Self.admin(server)
+            let credential = try await server.appleCredential("agent@example.com")
+            let body = try JSONSerialization.data(withJSONObject: [
+                "identityToken": credential["identityToken"] as? String ?? "",
+                "authorizationCode": credential["authorizationCode"] as? String ?? "",
+            ])
+            let response = try await server.server.execute(
+                uri: "/auth/apple/native",
+                method: .post,
+                headers: [.contentType: "application/json", .userAgent: "MyApp/2.1 (iPhone; iOS 19.0)"],
+                body: ByteBuffer(bytes: body)
+            )
+            #expect(response.status == .ok)
+            let user = try #require(try await server.store.users(email: "agent@example.com").first)
+            let listed = try await server.call(.get, "/admin/api/users/\(user.id)/sessions", bearer: token)
+            let session = try #require((listed.json["sessions"] as? [[String: Any]])?.first)
+            #expect(session["userAgent"] as? String == "MyApp/2.1 (iPhone; iOS 19.0)")
+            #expect(session["clientAddress"] as? String == "127.0.0.1")
+            #expect(session["channel"] as? String == "native")
         }
     }
 

@@ -71,7 +71,8 @@ struct RentManagerController: Sendable {
                 givenName: body.user?.name?.firstName,
                 familyName: body.user?.name?.lastName,
                 flow: .compat,
-                contract: .rentManager
+                contract: .rentManager,
+                origin: SessionOrigin(request, context: context, configuration: configuration)
             )
             return try CompatResponse.json(
                 SignInAnswer(

@@ -111,7 +111,7 @@ struct ServiceStackController: Sendable {
                         body: bytes,
                         servicesID: try web.servicesID(),
                         redirectURI: callbackURL,
-                        logger: context.logger
+                        context: context
                     )
                 } catch let error as AuthServerError {
                     return ServiceStackError(error).response
@@ -131,11 +131,15 @@ struct ServiceStackController: Sendable {
                     "provider '\(provider)' is not supported; use 'apple'"
                 )
             }
-            return try await signIn(request, body: body)
+            return try await signIn(request, body: body, context: context)
         }
     }
 
-    private func signIn(_ request: Request, body: CompatRequestBody) async throws -> Response {
+    private func signIn(
+        _ request: Request,
+        body: CompatRequestBody,
+        context: SiwaRequestContext
+    ) async throws -> Response {
         guard let identityToken = body.string("accessToken") else {
             throw ServiceStackError.validation(
                 "NotEmpty",
@@ -157,7 +161,8 @@ struct ServiceStackController: Sendable {
             givenName: field("givenName"),
             familyName: field("familyName"),
             flow: .compat,
-            contract: .serviceStack
+            contract: .serviceStack,
+            origin: SessionOrigin(request, context: context, configuration: configuration)
         )
         var response = try CompatResponse.json(
             answer(

@@ -75,7 +75,7 @@ struct VaporTutorialController: Sendable {
             body: bytes,
             servicesID: servicesID,
             redirectURI: callbackURL,
-            logger: context.logger
+            context: context
         )
     }
 
@@ -95,7 +95,8 @@ struct VaporTutorialController: Sendable {
                 givenName: body.firstName,
                 familyName: body.lastName,
                 flow: .compat,
-                contract: .vaporTutorial
+                contract: .vaporTutorial,
+                origin: SessionOrigin(request, context: context, configuration: configuration)
             )
             return try CompatResponse.json(
                 SignInAnswer(accessToken: signedIn.refreshToken, user: Self.user(signedIn.user))

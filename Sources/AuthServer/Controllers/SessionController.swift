@@ -59,7 +59,8 @@ struct SessionController: Sendable {
             familyName: body.familyName,
             // A Services ID code (the Android web flow hands its callback to the app) is exchanged with the web
             // callback URL; bundle-id codes ignore it.
-            redirectURI: configuration.webCallbackURL
+            redirectURI: configuration.webCallbackURL,
+            origin: SessionOrigin(request, context: context, configuration: configuration)
         )
         return SessionResponse(
             accessToken: signedIn.accessToken,

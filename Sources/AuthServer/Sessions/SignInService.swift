@@ -70,9 +70,10 @@ struct SignInService: Sendable {
         redirectURI: String? = nil,
         flow: ServerMetrics.SignInFlow = .native,
         contract: SessionContract = .canonical,
-        requiredAudience: ClientID? = nil
+        requiredAudience: ClientID? = nil,
+        origin: SessionOrigin = SessionOrigin()
     ) async throws -> SignedIn {
-        let channel = Self.channel(flow: flow, contract: contract)
+        let channel = contract.channel(flow)
         let token: IdentityToken
         do {
             token = try await verifyIdentityToken(
@@ -99,7 +100,11 @@ struct SignInService: Sendable {
         // The account and the session's first refresh token are one store transaction.
         let session = sessions.prepareSession(
             contract: contract,
-            metadata: SessionMetadata(channel: contract.channel(flow))
+            metadata: SessionMetadata(
+                channel: channel,
+                userAgent: origin.userAgent,
+                clientAddress: origin.clientAddress
+            )
         )
         let outcome: SignInOutcome
         do {
@@ -191,16 +196,6 @@ struct SignInService: Sendable {
     static func refusalReason(_ code: String) -> String {
         let prefix = "identity_token_"
         return code.hasPrefix(prefix) ? String(code.dropFirst(prefix.count)) : code
-    }
-
-    /// The channel a sign-in came by.
-    static func channel(flow: ServerMetrics.SignInFlow, contract: SessionContract) -> SignInChannel {
-        switch contract {
-        case .serviceStack: .serviceStack
-        case .vaporTutorial: .vaporTutorial
-        case .rentManager: .rentManager
-        case .canonical: flow == .web ? .web : .native
-        }
     }
 
     /// Verifies an identity token: Apple's checks and the nonce, then `requiredAudience` when given, then (when the

@@ -141,7 +141,7 @@ struct WebController: Sendable {
             body: Array(buffer.readableBytesView),
             servicesID: servicesID,
             redirectURI: configuration.webCallbackURL,
-            logger: context.logger
+            context: context
         )
     }
 
@@ -153,8 +153,9 @@ struct WebController: Sendable {
         body: [UInt8],
         servicesID: ClientID,
         redirectURI: String,
-        logger: Logger
+        context: SiwaRequestContext
     ) async -> Response {
+        let logger = context.logger
         var response: Response
         do {
             response = try await finish(
@@ -162,7 +163,7 @@ struct WebController: Sendable {
                 body: body,
                 servicesID: servicesID,
                 redirectURI: redirectURI,
-                logger: logger
+                context: context
             )
         } catch let error as AuthServerError {
             logger.info("web sign-in refused", metadata: ["error": "\(error.code)"])
@@ -189,8 +190,9 @@ struct WebController: Sendable {
         body: [UInt8],
         servicesID: ClientID,
         redirectURI: String,
-        logger: Logger
+        context: SiwaRequestContext
     ) async throws -> Response {
+        let logger = context.logger
         let callback: AuthorizationCallback
         do {
             callback = try AuthorizationCallback(formBody: body)
@@ -267,7 +269,8 @@ struct WebController: Sendable {
                 familyName: user?.lastName,
                 redirectURI: redirectURI,
                 flow: .web,
-                requiredAudience: servicesID
+                requiredAudience: servicesID,
+                origin: SessionOrigin(request, context: context, configuration: configuration)
             )
             var response = Self.redirect(destination.stringValue)
             cookies.set(accessToken: signedIn.accessToken, refreshToken: signedIn.refreshToken, on: &response)
