@@ -42,6 +42,24 @@ struct AdminAPITests {
         }
     }
 
+    @Test func theAPITakesABearerTokenNotTheSessionCookie() async throws {
+        try await ServerHarness.run { server in
+            let token = try await Self.admin(server)
+            let user = try await Self.signIn(server, "cookie-target@example.com")
+            let cookie = AuthServerConfiguration().web.sessionCookieName
+            // The admin's browser cookie, as a same-site page's request would carry it: refused, nothing changes.
+            let response = try await server.server.execute(
+                uri: "/admin/api/users/\(user.id)/disable",
+                method: .post,
+                headers: [.cookie: "\(cookie)=\(token)", .origin: "http://localhost:8080"],
+                body: nil
+            )
+            #expect(response.status == .unauthorized)
+            #expect(try await server.store.user(id: user.id)?.disabledAt == nil)
+            #expect(try await server.call(.get, "/admin/api/users", bearer: token).status == .ok)
+        }
+    }
+
     @Test func aConfiguredAdminHoldsTheRoleWithoutAGrant() async throws {
         try await ServerHarness.run { server in
             let user = try await Self.signIn(server, "configured@example.com")

@@ -67,7 +67,7 @@ struct AdminAPIController: Sendable {
     }
 
     @Sendable func users(_ request: Request, context: SiwaRequestContext) async throws -> UsersPage {
-        _ = try await access.admin(context)
+        _ = try await access.admin(context, bearerOnly: true)
         let query = request.uri.queryParameters["query"].map(String.init) ?? ""
         let limit = try Self.limit(request)
         let cursor = try Self.cursor(request)
@@ -98,7 +98,7 @@ struct AdminAPIController: Sendable {
     }
 
     @Sendable func user(_ request: Request, context: SiwaRequestContext) async throws -> UserDetail {
-        _ = try await access.admin(context)
+        _ = try await access.admin(context, bearerOnly: true)
         let user = try await existingUser(context)
         let token = try await store.appleToken(userID: user.id)
         return UserDetail(
@@ -138,7 +138,7 @@ struct AdminAPIController: Sendable {
     }
 
     @Sendable func userSessions(_ request: Request, context: SiwaRequestContext) async throws -> SessionsList {
-        _ = try await access.admin(context)
+        _ = try await access.admin(context, bearerOnly: true)
         let user = try await existingUser(context)
         let now = clock.now
         let records = try await store.sessions(userID: user.id, now: now, limit: Self.maximumLimit)
@@ -193,7 +193,7 @@ struct AdminAPIController: Sendable {
     }
 
     @Sendable func audit(_ request: Request, context: SiwaRequestContext) async throws -> AuditPage {
-        _ = try await access.admin(context)
+        _ = try await access.admin(context, bearerOnly: true)
         let parameters = request.uri.queryParameters
         var filter = AuditEventFilter()
         if let user = parameters["user"].map(String.init), !user.isEmpty {
@@ -232,7 +232,7 @@ struct AdminAPIController: Sendable {
     }
 
     @Sendable func endSessions(_ request: Request, context: SiwaRequestContext) async throws -> Ended {
-        let admin = try await access.admin(context)
+        let admin = try await access.admin(context, bearerOnly: true)
         let user = try await existingUser(context)
         var request = request
         let body = try await request.collectBody(limit: configuration.maximumBodySize)
@@ -247,12 +247,12 @@ struct AdminAPIController: Sendable {
     }
 
     @Sendable func disable(_ request: Request, context: SiwaRequestContext) async throws -> UserSummary {
-        let admin = try await access.admin(context)
+        let admin = try await access.admin(context, bearerOnly: true)
         return UserSummary(try await actions.disable(try await existingUser(context), by: admin))
     }
 
     @Sendable func enable(_ request: Request, context: SiwaRequestContext) async throws -> UserSummary {
-        let admin = try await access.admin(context)
+        let admin = try await access.admin(context, bearerOnly: true)
         return UserSummary(try await actions.enable(try await existingUser(context), by: admin))
     }
 
@@ -264,7 +264,7 @@ struct AdminAPIController: Sendable {
     }
 
     @Sendable func delete(_ request: Request, context: SiwaRequestContext) async throws -> Deleted {
-        let admin = try await access.admin(context)
+        let admin = try await access.admin(context, bearerOnly: true)
         let user = try await existingUser(context)
         let deletion = try await actions.delete(user, by: admin)
         return Deleted(
@@ -294,7 +294,7 @@ struct AdminAPIController: Sendable {
     }
 
     @Sendable func stats(_ request: Request, context: SiwaRequestContext) async throws -> Stats {
-        _ = try await access.admin(context)
+        _ = try await access.admin(context, bearerOnly: true)
         let count = try Self.integer(request.uri.queryParameters["days"].map(String.init), "days", 1...366) ?? 30
         return try await AdminStatistics(store: store, now: clock.now).stats(days: count)
     }
