@@ -29,7 +29,13 @@ struct AdminConsoleController: Sendable {
 
     private enum Gate {
         case admin(AdminAccess.Admin)
-        case answer(Response)
+        case refused(Response)
+
+        /// The page for a request that is not an admin's (a redirect or a refusal).
+        var answer: Response {
+            if case .refused(let response) = self { return response }
+            return Response(status: .internalServerError)
+        }
     }
 
     /// The signed-in admin, or the page to answer instead: a redirect through the sign-in, or a refusal.
@@ -38,7 +44,7 @@ struct AdminConsoleController: Sendable {
             var path = request.uri.path
             if let query = request.uri.query, !query.isEmpty { path += "?" + query }
             let returnURL = path.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "%2Fadmin"
-            return .answer(
+            return .refused(
                 Response(
                     status: .seeOther,
                     headers: [.location: "/auth/apple/authorize?returnUrl=\(returnURL)", .cacheControl: "no-store"]
@@ -48,7 +54,7 @@ struct AdminConsoleController: Sendable {
         do {
             return .admin(try await access.admin(context))
         } catch let error as AuthServerError {
-            return .answer(refusal(error))
+            return .refused(refusal(error))
         }
     }
 
@@ -90,9 +96,8 @@ struct AdminConsoleController: Sendable {
     // MARK: Pages
 
     @Sendable func overview(_ request: Request, context: SiwaRequestContext) async throws -> Response {
-        guard case .admin(let admin) = try await gate(request, context) else {
-            return try await answer(request, context)
-        }
+        let gate = try await gate(request, context)
+        guard case .admin(let admin) = gate else { return gate.answer }
         let stats = try await AdminStatistics(store: store, now: clock.now).stats(days: 30)
         let cards = [
             ("Accounts", stats.accounts.total), ("New in 24 hours", stats.accounts.newLast24Hours),
@@ -127,9 +132,8 @@ struct AdminConsoleController: Sendable {
     }
 
     @Sendable func users(_ request: Request, context: SiwaRequestContext) async throws -> Response {
-        guard case .admin(let admin) = try await gate(request, context) else {
-            return try await answer(request, context)
-        }
+        let gate = try await gate(request, context)
+        guard case .admin(let admin) = gate else { return gate.answer }
         let query = request.uri.queryParameters["q"].map(String.init) ?? ""
         let cursor: PageCursor?
         do {
@@ -169,9 +173,8 @@ struct AdminConsoleController: Sendable {
     }
 
     @Sendable func user(_ request: Request, context: SiwaRequestContext) async throws -> Response {
-        guard case .admin(let admin) = try await gate(request, context) else {
-            return try await answer(request, context)
-        }
+        let gate = try await gate(request, context)
+        guard case .admin(let admin) = gate else { return gate.answer }
         guard let id = context.parameters.get("id").flatMap(UserID.init), let user = try await store.user(id: id) else {
             return refusal(AdminAPIController.noSuchUser, admin: admin)
         }
@@ -254,9 +257,8 @@ struct AdminConsoleController: Sendable {
     }
 
     @Sendable func act(_ request: Request, context: SiwaRequestContext) async throws -> Response {
-        guard case .admin(let admin) = try await gate(request, context) else {
-            return try await answer(request, context)
-        }
+        let gate = try await gate(request, context)
+        guard case .admin(let admin) = gate else { return gate.answer }
         do {
             try CSRFCheck.verify(request, configuration: configuration)
             var request = request
@@ -315,9 +317,8 @@ struct AdminConsoleController: Sendable {
     }
 
     @Sendable func audit(_ request: Request, context: SiwaRequestContext) async throws -> Response {
-        guard case .admin(let admin) = try await gate(request, context) else {
-            return try await answer(request, context)
-        }
+        let gate = try await gate(request, context)
+        guard case .admin(let admin) = gate else { return gate.answer }
         let parameters = request.uri.queryParameters
         var filter = AuditEventFilter()
         let userText = parameters["user"].map(String.init) ?? ""
@@ -370,12 +371,6 @@ struct AdminConsoleController: Sendable {
             <th>Details</th></tr></thead><tbody>\(rows.isEmpty ? "<tr><td colspan=\"5\">No events.</td></tr>" : rows)</tbody></table></div>\(next)
             """
         return self.page("Audit log", .audit, admin, main)
-    }
-
-    /// The gate's own answer (a redirect or a refusal) for a request that is not an admin's.
-    private func answer(_ request: Request, _ context: SiwaRequestContext) async throws -> Response {
-        if case .answer(let response) = try await gate(request, context) { return response }
-        return Response(status: .internalServerError)
     }
 
     // MARK: Formatting
