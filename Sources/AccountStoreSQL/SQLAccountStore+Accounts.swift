@@ -44,6 +44,7 @@ extension SQLAccountStore {
         }
         let signInEventID = AuditLogPosition.text(signInEvent?.id ?? UUID())
         let createdEventID = UUID()
+        let signedInAt = now
         let now = try SQLValue.milliseconds(now)
         let appleUserID = facts.appleUserID.rawValue
         let clientID = facts.clientID.rawValue
@@ -207,7 +208,16 @@ extension SQLAccountStore {
                 try await Self.moveTransferredAccount(database, transferSub: transferSub, to: appleUserID, now: now),
                 let user = try await updateExisting()
             {
-                return SignInOutcome(user: user, isNewUser: false)
+                let event = AuditEvent(
+                    time: signedInAt,
+                    type: .transferCompleted,
+                    userID: user.id,
+                    actor: .user,
+                    clientID: facts.clientID,
+                    reason: "sign_in"
+                )
+                try await database.raw(SQLAuditLog.insert(event)).run()
+                return SignInOutcome(user: user, isNewUser: false, completedTransfer: true)
             }
             // Linking by email (when asked): the oldest account with the same verified, non-relay email moves here.
             if let linkEmail,

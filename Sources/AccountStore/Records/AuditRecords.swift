@@ -48,9 +48,10 @@ public enum AuditActor: Sendable, Hashable {
     case user
     /// An admin, through the console or the admin API.
     case admin(AdminSubject)
-    /// Apple: a server-to-server notification, or a refresh-token validation Apple refused.
+    /// Apple: a server-to-server notification Apple sent.
     case apple
-    /// siwa itself: housekeeping, reuse detection, background workers.
+    /// siwa itself: housekeeping, reuse detection, background workers, and siwa's own check of an Apple refresh token
+    /// that found Apple's consent revoked (siwa asked; Apple did not tell).
     case system
     /// An operator at the command line (`siwa users …`).
     case `operator`
