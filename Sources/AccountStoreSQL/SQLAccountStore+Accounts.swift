@@ -31,7 +31,9 @@ extension SQLAccountStore {
                 clientAddress: session.metadata.clientAddress
             )
         }
-        // The sign-in's audit events (a new account's creation and the sign-in), when it starts a session.
+        // The sign-in's audit events (a new account's creation and the sign-in), when it starts a session; ids made in
+        // that order, so that the log lists them in it within one millisecond.
+        let createdEventID = AuditEvent.newID()
         let signInEvent = session.map { session in
             AuditEvent(
                 time: now,
@@ -42,8 +44,7 @@ extension SQLAccountStore {
                 sessionID: session.sessionID
             )
         }
-        let signInEventID = AuditLogPosition.text(signInEvent?.id ?? UUID())
-        let createdEventID = UUID()
+        let signInEventID = AuditLogPosition.text(signInEvent?.id ?? AuditEvent.newID())
         let signedInAt = now
         let now = try SQLValue.milliseconds(now)
         let appleUserID = facts.appleUserID.rawValue
