@@ -75,7 +75,24 @@ struct SettingsSource: Sendable {
                 throw ServerSettings.Problem(variable: "--config", fix: "cannot read \(file)")
             }
             do {
-                let (provider, keys) = try await fileProvider(file)
+                // A JSON file's `oidc.clients` is an array of objects, which the file provider cannot read: it is
+                // handed over as its JSON text, and the provider reads the rest of the file.
+                let clients = file.lowercased().hasSuffix(".json") ? try jsonClients(file) : nil
+                let (provider, keys) = try await fileProvider(clients?.rest ?? file)
+                if let clients {
+                    try? FileManager.default.removeItem(atPath: clients.rest)
+                    providers.append(
+                        InMemoryProvider(
+                            name: "configuration file (oidc.clients)",
+                            values: [
+                                AbsoluteConfigKey(ConfigKey("oidc.clients")): ConfigValue(
+                                    .string(clients.text),
+                                    isSecret: false
+                                )
+                            ]
+                        )
+                    )
+                }
                 providers.append(provider)
                 let known = Set(SettingsCatalog.byVariable.values.map(\.key))
                 unknown = keys.filter { !known.contains($0) }.sorted()
@@ -148,6 +165,29 @@ struct SettingsSource: Sendable {
             values[key] = value
         }
         return values
+    }
+
+    /// When a JSON file's `oidc.clients` is an array or object: its JSON text, and a temporary copy of the file without
+    /// it (created 0600, for the file provider to read; the caller removes it); `nil` otherwise.
+    private static func jsonClients(_ file: String) throws -> (text: String, rest: String)? {
+        let data = try Data(contentsOf: URL(fileURLWithPath: file))
+        guard var root = try JSONSerialization.jsonObject(with: data) as? [String: Any],
+            var oidc = root["oidc"] as? [String: Any], let clients = oidc["clients"],
+            clients is [Any] || clients is [String: Any]
+        else { return nil }
+        let text = String(decoding: try JSONSerialization.data(withJSONObject: clients), as: UTF8.self)
+        oidc["clients"] = nil
+        root["oidc"] = oidc.isEmpty ? nil : oidc
+        let rest = FileManager.default.temporaryDirectory
+            .appendingPathComponent("siwa-config-\(UUID().uuidString).json").path
+        guard
+            FileManager.default.createFile(
+                atPath: rest,
+                contents: try JSONSerialization.data(withJSONObject: root),
+                attributes: [.posixPermissions: 0o600]
+            )
+        else { throw ServerSettings.Problem(variable: "--config", fix: "cannot copy \(file) to read it") }
+        return (text, rest)
     }
 
     /// The dotted leaf keys of a JSON file (`{"database": {"path": …}}` holds `database.path`).
