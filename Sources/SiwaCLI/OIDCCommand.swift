@@ -8,6 +8,12 @@ struct OIDCCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "oidc",
         abstract: "Register relying parties of siwa's OpenID provider (docs/oidc.md).",
+        discussion: """
+            Relying parties are listed in SIWA_OIDC_CLIENTS (a JSON array); new-client makes an entry and its secret.
+
+            Example:
+              siwa oidc new-client --id grafana --redirect-uri https://grafana.example.com/login/generic_oauth
+            """,
         subcommands: [NewClient.self]
     )
 

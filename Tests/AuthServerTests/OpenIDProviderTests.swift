@@ -171,6 +171,27 @@ struct OpenIDProviderTests {
         }
     }
 
+    @Test func anExpiredBrowserSessionIsRenewedAndPromptLoginSignsInAgain() async throws {
+        try await run { harness in
+            let (_, _, browser) = try await harness.openIDSignIn(ServerHarness.authorizePath(.a))
+            harness.clock.advance(by: 901)  // the session cookie's access token has expired; the refresh cookie lives
+            let renewed = try await harness.browser(.get, ServerHarness.authorizePath(.a), cookies: browser.cookies)
+            #expect(renewed.status == .found, "\(renewed.body)")
+            #expect(ServerHarness.query(of: try #require(renewed.location))["code"] != nil)
+            #expect(renewed.cookie("siwa_session") != nil && renewed.cookie("siwa_refresh") != nil)
+
+            let login = try await harness.browser(
+                .get,
+                ServerHarness.authorizePath(.a, extra: [("prompt", "login")]),
+                cookies: ["siwa_session": try #require(renewed.cookie("siwa_session"))]
+            )
+            #expect(login.status == .seeOther)
+            let signIn = try #require(login.location)
+            #expect(signIn.hasPrefix("/auth/apple/authorize?returnUrl="))
+            #expect(!signIn.removingPercentEncoding!.contains("prompt=login"), "the sign-in satisfies prompt=login")
+        }
+    }
+
     @Test func aPublicClientMustUsePKCEAndAuthenticatesWithItsIDAlone() async throws {
         try await run { harness in
             let pkce = PKCE()
@@ -347,6 +368,23 @@ struct OpenIDProviderTests {
         }
     }
 
+    @Test func theOpenIDRoutesSpendFromTheClientsRateLimitBudget() async throws {
+        var configuration = RelyingParty.configuration()
+        configuration.authRateLimit = .init(requestsPerSecond: 0.001, burst: 3)
+        try await run(configuration: configuration) { harness in
+            for _ in 0..<3 {
+                let authorize = try await harness.browser(.get, ServerHarness.authorizePath(.a))
+                #expect(authorize.status == .seeOther)
+            }
+            let token = try await harness.tokenRequest([("grant_type", "refresh_token"), ("refresh_token", "x")])
+            #expect(token.status == .tooManyRequests)
+            #expect(try await harness.browser(.get, "/oauth/authorize").status == .tooManyRequests)
+            #expect(try await harness.browser(.get, "/oauth/logout").status == .tooManyRequests)
+            let discovery = try await harness.browser(.get, "/.well-known/openid-configuration")
+            #expect(discovery.status == .ok, "reads are not limited")
+        }
+    }
+
     // MARK: Lifecycle, logout, revocation
 
     @Test func accountDeletionEndsTheRelyingPartysSession() async throws {
@@ -358,6 +396,30 @@ struct OpenIDProviderTests {
             #expect(try await harness.call(.delete, "/api/me", bearer: access).status == .noContent)
             #expect(try await harness.refresh(refresh, .a).json["error"] as? String == "invalid_grant")
             #expect(try await harness.call(.get, "/oauth/userinfo", bearer: access).status == .unauthorized)
+        }
+    }
+
+    @Test func disablingOrEndingConsentEndsTheRelyingPartysSession() async throws {
+        try await run { harness in
+            for ending in ["disable", "consent"] {
+                let (query, _, _) = try await harness.openIDSignIn(
+                    ServerHarness.authorizePath(.a),
+                    email: "\(ending)@example.com"
+                )
+                let tokens = try await harness.redeem(try #require(query["code"]), .a)
+                let refresh = try #require(tokens.json["refresh_token"] as? String)
+                let access = try #require(tokens.json["access_token"] as? String)
+                let sub = try #require(try ServerHarness.claims(of: access)["sub"] as? String)
+                let user = try #require(UserID(sub))
+                // What `siwa users disable` and Apple's consent-revoked notification do in the store.
+                if ending == "disable" {
+                    _ = try await harness.store.disableUser(id: user, now: harness.clock.now)
+                } else {
+                    try await harness.store.endAppleConsent(userID: user, now: harness.clock.now)
+                }
+                #expect(try await harness.refresh(refresh, .a).json["error"] as? String == "invalid_grant", "\(ending)")
+                harness.browserCookies.clear()
+            }
         }
     }
 
