@@ -286,18 +286,37 @@ struct ConfigurationTests {
         #expect(object["secretSHA256"] as? String == hash)
         #expect(object["redirectURIs"] as? [String] == ["https://grafana.example.com/login/generic_oauth"])
 
-        let base = ["SIWA_BUNDLE_IDS": "com.example.app", "SIWA_DATA_KEY_FILE": directory.path + "/k"]
+        let base = [
+            "SIWA_BUNDLE_IDS": "com.example.app", "SIWA_SERVICES_ID": "com.example.web",
+            "SIWA_DATA_KEY_FILE": directory.path + "/k",
+        ]
         func accepted(
             _ result: (status: Int32, findings: [(setting: String, ok: Bool, message: String)], stdout: String)
         ) {
             #expect(result.status == 3, "only the warning about Apple's key: \(result.stdout)")
-            #expect(!result.findings.contains { $0.setting == "SIWA_OIDC_CLIENTS" && !$0.ok }, "\(result.stdout)")
+            #expect(
+                result.findings.contains {
+                    $0.setting == "SIWA_OIDC_CLIENTS" && $0.ok && $0.message.contains("grafana")
+                },
+                "\(result.stdout)"
+            )
         }
         accepted(try await doctor([], base.merging(["SIWA_OIDC_CLIENTS": "[\(entry)]"]) { $1 }))
         let file = try folder.write("oidc-clients.json", "[\(entry)]\n")
         accepted(try await doctor([], base.merging(["SIWA_OIDC_CLIENTS_FILE": file]) { $1 }))
         let config = try folder.write("siwa.json", #"{"oidc": {"clients": [\#(entry)]}}"#)
         accepted(try await doctor(["--config", config], base))
+
+        let withoutWeb = try await doctor(
+            [],
+            base.merging(["SIWA_OIDC_CLIENTS": "[\(entry)]", "SIWA_SERVICES_ID": ""]) { $1 }
+        )
+        #expect(
+            withoutWeb.findings.contains {
+                $0.setting == "SIWA_OIDC_CLIENTS" && !$0.ok && $0.message.contains("Services ID")
+            },
+            "relying parties need the web sign-in: \(withoutWeb.stdout)"
+        )
 
         for bad in [
             "not json", #"[{"id": "x", "redirectURIs": ["https://x.example.com/cb"]}]"#,
