@@ -304,8 +304,16 @@ struct ConfigurationTests {
         accepted(try await doctor([], base.merging(["SIWA_OIDC_CLIENTS": "[\(entry)]"]) { $1 }))
         let file = try folder.write("oidc-clients.json", "[\(entry)]\n")
         accepted(try await doctor([], base.merging(["SIWA_OIDC_CLIENTS_FILE": file]) { $1 }))
-        let config = try folder.write("siwa.json", #"{"oidc": {"clients": [\#(entry)]}}"#)
-        accepted(try await doctor(["--config", config], base))
+        let config = try folder.write(
+            "siwa.json",
+            #"{"publicURL": "https://file.example.com", "web": {"stateLifetime": 900}, "bundleIDs": ["com.example.app"], "oidc": {"clients": [\#(entry)]}}"#
+        )
+        let fromConfig = try await doctor(["--config", config], base)
+        accepted(fromConfig)
+        #expect(
+            fromConfig.findings.contains { $0.message.contains("https://file.example.com/auth/apple/callback") },
+            "the file's other settings are read too: \(fromConfig.stdout)"
+        )
 
         let withoutWeb = try await doctor(
             [],
