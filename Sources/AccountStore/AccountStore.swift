@@ -153,6 +153,27 @@ public protocol AccountStore: Sendable {
     /// Uses up a pending web sign-in: ``WebFlowStateOutcome/consumed(_:)`` exactly once, while unexpired.
     func consumeWebFlowState(stateHash: [UInt8], now: Date) async throws(StoreError) -> WebFlowStateOutcome
 
+    // MARK: OpenID Connect authorization codes
+
+    /// Keeps an authorization code (by hash) until its expiry. Fails with ``StoreError/Code/duplicate`` for a known
+    /// hash, ``StoreError/Code/notFound`` when its user does not exist.
+    func saveAuthorizationCode(_ code: AuthorizationCodeRecord) async throws(StoreError)
+
+    /// The code with this hash, redeemed or not, expired or not (so that the caller checks the client, redirect URI
+    /// and PKCE verifier before redeeming); `nil` when unknown. Deleting the account deletes its codes.
+    func authorizationCode(codeHash: [UInt8]) async throws(StoreError) -> AuthorizationCodeRecord?
+
+    /// Redeems a code, in one transaction: when it is unused and unexpired, it is marked redeemed with
+    /// `session.sessionID` as its issued session, and `session` is started for the code's user (its first refresh
+    /// token stored by hash) → ``AuthorizationCodeOutcome/redeemed(_:)``. Of concurrent redemptions exactly one wins.
+    /// A code redeemed before is a replay: the session its first redemption started is revoked in the same
+    /// transaction → ``AuthorizationCodeOutcome/replayed(_:endedSession:)``.
+    func redeemAuthorizationCode(
+        codeHash: [UInt8],
+        startingSession session: NewSession,
+        now: Date
+    ) async throws(StoreError) -> AuthorizationCodeOutcome
+
     // MARK: Sessions
 
     /// Starts a session with its first refresh token, and how and from where it was started.
@@ -228,7 +249,8 @@ public protocol AccountStore: Sendable {
     // MARK: Housekeeping
 
     /// Deletes what can no longer be used: expired server nonces and web states, refresh tokens and revoked
-    /// sessions past `retention` after their expiry or revocation, and deletion records older than `retention`.
+    /// sessions past `retention` after their expiry or revocation, deletion records older than `retention`, and
+    /// authorization codes past `retention` after their expiry.
     func purgeExpired(now: Date, retention: TimeInterval) async throws(StoreError) -> PurgeResult
 
     // MARK: Operator console

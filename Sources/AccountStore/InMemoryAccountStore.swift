@@ -36,6 +36,7 @@ public actor InMemoryAccountStore: AccountStore {
     private var revocationQueue: [UUID: PendingAppleRevocation] = [:]
     private var notifications: [AppleNotificationRecord] = []
     private var webStates: [[UInt8]: (state: WebFlowState, usedAt: Date?)] = [:]
+    private var authorizationCodes: [[UInt8]: AuthorizationCodeRecord] = [:]
     private var transfers: [UserID: AppleTransferRecord] = [:]
     /// The audit log, in append order (``InMemoryAccountStore+Console.swift``).
     var auditLog: [AuditEvent] = []
@@ -222,6 +223,7 @@ public actor InMemoryAccountStore: AccountStore {
             if mode == .delete { notifications[index].userID = nil }
         }
         tokens = tokens.filter { $0.value.record.userID != id }
+        authorizationCodes = authorizationCodes.filter { $0.value.userID != id }
         userByApple[user.appleUserID] = nil
         switch mode {
         case .delete:
@@ -399,8 +401,59 @@ public actor InMemoryAccountStore: AccountStore {
         return .consumed(stored.state)
     }
 
+    public func saveAuthorizationCode(_ code: AuthorizationCodeRecord) throws(StoreError) {
+        try checkAvailable()
+        guard users[code.userID] != nil else { throw StoreError(.notFound, "no user for the authorization code") }
+        guard authorizationCodes[code.codeHash] == nil else { throw StoreError(.duplicate, "code exists") }
+        var stored = code
+        stored.redeemedAt = nil
+        stored.issuedSessionID = nil
+        authorizationCodes[code.codeHash] = stored
+    }
+
+    public func authorizationCode(codeHash: [UInt8]) throws(StoreError) -> AuthorizationCodeRecord? {
+        try checkAvailable()
+        return authorizationCodes[codeHash]
+    }
+
+    public func redeemAuthorizationCode(
+        codeHash: [UInt8],
+        startingSession session: NewSession,
+        now: Date
+    ) throws(StoreError) -> AuthorizationCodeOutcome {
+        try checkAvailable()
+        guard let code = authorizationCodes[codeHash] else { return .notFound }
+        if code.redeemedAt != nil {
+            var ended: SessionID?
+            if let issued = code.issuedSessionID, revokeSession(issued, now: now) { ended = issued }
+            return .replayed(code, endedSession: ended)
+        }
+        if code.expiresAt <= now { return .expired }
+        guard users[code.userID] != nil else { return .notFound }
+        guard sessions[session.sessionID] == nil, tokens[session.refreshTokenHash] == nil else {
+            throw StoreError(.duplicate, "session or token exists")
+        }
+        sessions[session.sessionID] = StoredSession(userID: code.userID, createdAt: now, metadata: session.metadata)
+        tokens[session.refreshTokenHash] = StoredToken(
+            record: RefreshTokenRecord(
+                hash: session.refreshTokenHash,
+                sessionID: session.sessionID,
+                userID: code.userID,
+                issuedAt: session.issuedAt,
+                expiresAt: session.expiresAt
+            )
+        )
+        var redeemed = code
+        redeemed.redeemedAt = now
+        redeemed.issuedSessionID = session.sessionID
+        authorizationCodes[codeHash] = redeemed
+        return .redeemed(redeemed)
+    }
+
     public func purgeExpired(now: Date, retention: TimeInterval) -> PurgeResult {
         let cutoff = now.addingTimeInterval(-retention)
+        let codeCount = authorizationCodes.count
+        authorizationCodes = authorizationCodes.filter { $0.value.expiresAt > cutoff }
         let nonceCount = nonces.count
         nonces = nonces.filter { $0.value > now }
         let stateCount = webStates.count
@@ -421,7 +474,8 @@ public actor InMemoryAccountStore: AccountStore {
             webFlowStates: stateCount - webStates.count,
             refreshTokens: tokenCount - tokens.count,
             sessions: sessionCount - sessions.count,
-            accountDeletions: deletionCount - deletions.count
+            accountDeletions: deletionCount - deletions.count,
+            authorizationCodes: codeCount - authorizationCodes.count
         )
     }
 

@@ -398,12 +398,16 @@ extension SQLAccountStore {
             let deletions = try await count(
                 "DELETE FROM account_deletions WHERE deleted_at <= \(bind: cutoff) RETURNING user_id"
             )
+            let codes = try await count(
+                "DELETE FROM authorization_codes WHERE expires_at <= \(bind: cutoff) RETURNING code_hash"
+            )
             return PurgeResult(
                 serverNonces: nonces,
                 webFlowStates: states,
                 refreshTokens: tokens,
                 sessions: sessions,
-                accountDeletions: deletions
+                accountDeletions: deletions,
+                authorizationCodes: codes
             )
         }
     }
@@ -478,6 +482,7 @@ extension SQLAccountStore {
             queued = try inserted.map(SQLRecords.pendingRevocation)
         }
         try await database.raw("DELETE FROM refresh_tokens WHERE user_id = \(bind: userID)").run()
+        try await database.raw("DELETE FROM authorization_codes WHERE user_id = \(bind: userID)").run()
         try await database.raw("DELETE FROM apple_tokens WHERE user_id = \(bind: userID)").run()
         try await database.raw("DELETE FROM user_transfers WHERE user_id = \(bind: userID)").run()
         // The notification log keeps the events (and their keys, so that a redelivery stays a duplicate) but not who

@@ -23,22 +23,44 @@ extension SQLAccountStore {
             guard try await database.raw("SELECT id FROM users WHERE id = \(bind: userID)").first() != nil else {
                 throw StoreError(.notFound, "create a session: no such user")
             }
-            try await database.raw(
-                """
-                INSERT INTO sessions (id, user_id, created_at, channel, user_agent, client_address)
-                VALUES (
-                    \(bind: sessionID), \(bind: userID), \(bind: now), \(bind: metadata.channel?.rawValue),
-                    \(bind: metadata.userAgent), \(bind: metadata.clientAddress)
-                )
-                """
-            ).run()
-            try await database.raw(
-                """
-                INSERT INTO refresh_tokens (hash, session_id, user_id, issued_at, expires_at)
-                VALUES (\(bind: hash), \(bind: sessionID), \(bind: userID), \(bind: issuedAt), \(bind: expiresAt))
-                """
-            ).run()
+            try await Self.insertSession(
+                database,
+                id: sessionID,
+                userID: userID,
+                now: now,
+                metadata: metadata,
+                firstToken: (hash, issuedAt, expiresAt)
+            )
         }
+    }
+
+    /// Inserts a session and its first refresh token (`createSession`, and the redemption of an authorization code).
+    static func insertSession(
+        _ database: any SQLDatabase,
+        id sessionID: String,
+        userID: String,
+        now: Int64,
+        metadata: SessionMetadata,
+        firstToken: (hash: String, issuedAt: Int64, expiresAt: Int64)
+    ) async throws {
+        try await database.raw(
+            """
+            INSERT INTO sessions (id, user_id, created_at, channel, user_agent, client_address)
+            VALUES (
+                \(bind: sessionID), \(bind: userID), \(bind: now), \(bind: metadata.channel?.rawValue),
+                \(bind: metadata.userAgent), \(bind: metadata.clientAddress)
+            )
+            """
+        ).run()
+        try await database.raw(
+            """
+            INSERT INTO refresh_tokens (hash, session_id, user_id, issued_at, expires_at)
+            VALUES (
+                \(bind: firstToken.hash), \(bind: sessionID), \(bind: userID), \(bind: firstToken.issuedAt),
+                \(bind: firstToken.expiresAt)
+            )
+            """
+        ).run()
     }
 
     /// Rotates in one transaction, race-free: the presented token is marked used by a conditional

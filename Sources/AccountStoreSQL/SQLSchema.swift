@@ -209,6 +209,29 @@ enum SQLSchema {
             )
             """,
         ],
+        // 6: the OpenID provider's authorization codes (by hash), single use, with the session their redemption
+        // started, so that a replay ends it.
+        [
+            """
+            CREATE TABLE authorization_codes (
+                code_hash TEXT NOT NULL PRIMARY KEY,
+                client_id TEXT NOT NULL,
+                redirect_uri TEXT NOT NULL,
+                scope TEXT NOT NULL,
+                code_challenge TEXT,
+                nonce TEXT,
+                user_id TEXT NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+                browser_session_id TEXT NOT NULL,
+                auth_time BIGINT NOT NULL,
+                created_at BIGINT NOT NULL,
+                expires_at BIGINT NOT NULL,
+                redeemed_at BIGINT,
+                issued_session_id TEXT
+            )
+            """,
+            "CREATE INDEX authorization_codes_by_expiry ON authorization_codes (expires_at)",
+            "CREATE INDEX authorization_codes_by_user ON authorization_codes (user_id)",
+        ],
     ]
 
     /// The schema version this build of siwa writes.

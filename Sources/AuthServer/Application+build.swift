@@ -146,6 +146,9 @@ public func buildApplication(
         RentManagerController(configuration: configuration, signIn: signIn, sessions: sessions).addRoutes(to: router)
     }
 
+    OpenIDController(configuration: configuration, store: store, sessions: sessions, clock: clock)
+        .addRoutes(to: router)
+
     let adminAccess = AdminAccess(configuration: configuration, store: store, sessions: sessions)
     let adminActions = AdminActions(
         store: store,

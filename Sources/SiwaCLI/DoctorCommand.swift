@@ -236,6 +236,23 @@ struct DoctorCommand: AsyncParsableCommand {
             }
         }
 
+        // The OpenID provider's relying parties sign users in through the web sign-in, which needs the Services ID.
+        if let text = value("SIWA_OIDC_CLIENTS"), let clients = try? ServerSettings.openIDClients(text),
+            !clients.isEmpty
+        {
+            let ids = clients.map(\.id).joined(separator: ", ")
+            findings.append(
+                .init(
+                    setting: "SIWA_OIDC_CLIENTS",
+                    ok: servicesID != nil,
+                    message: servicesID == nil
+                        ? "relying parties \(ids), but no Services ID: they sign users in through the web sign-in, "
+                            + "which is off; set SIWA_SERVICES_ID"
+                        : "relying parties: \(ids) (docs/oidc.md)"
+                )
+            )
+        }
+
         // Public URL and the web callback Apple must accept.
         let publicURL = value("SIWA_PUBLIC_URL") ?? "http://localhost:8080"
         if let url = URL(string: publicURL), let host = url.host, let scheme = url.scheme {

@@ -184,6 +184,48 @@ enum UpgradeScenario {
             try await store.accountTotals(createdSince: [date(1_000)])
                 == AccountTotals(total: 3, createdSince: [date(1_000): 2])
         )
+
+        // Version 6: an OpenID Connect authorization code is kept, redeemed once into a session, and its replay ends
+        // that session.
+        let code = AuthorizationCodeRecord(
+            codeHash: Array(repeating: 0xC0, count: 32),
+            clientID: "grafana",
+            redirectURI: "https://grafana.example.com/login/generic_oauth",
+            scope: "openid email",
+            codeChallenge: "challenge",
+            nonce: "nonce",
+            userID: userA,
+            browserSessionID: session.sessionID,
+            authTime: now,
+            createdAt: now,
+            expiresAt: date(660_000)
+        )
+        try await store.saveAuthorizationCode(code)
+        let rpSession = NewSession(
+            sessionID: SessionID(),
+            refreshTokenHash: Array(repeating: 0xA7, count: 32),
+            issuedAt: now,
+            expiresAt: date(7_200_000),
+            metadata: SessionMetadata(channel: SignInChannel(rawValue: "oidc:grafana"))
+        )
+        guard
+            case .redeemed(let redeemed) = try await store.redeemAuthorizationCode(
+                codeHash: code.codeHash,
+                startingSession: rpSession,
+                now: now
+            )
+        else {
+            Issue.record("the code was not redeemed")
+            return
+        }
+        #expect(redeemed.clientID == "grafana" && redeemed.issuedSessionID == rpSession.sessionID)
+        #expect(
+            try await store.redeemAuthorizationCode(codeHash: code.codeHash, startingSession: session, now: now)
+                == .replayed(
+                    try #require(try await store.authorizationCode(codeHash: code.codeHash)),
+                    endedSession: rpSession.sessionID
+                )
+        )
     }
 
     private static func search(_ store: SQLAccountStore, _ query: String) async throws -> [UserID] {

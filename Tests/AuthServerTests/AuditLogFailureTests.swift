@@ -152,6 +152,22 @@ private struct AuditFailingStore: AccountStore {
         try await base.consumeWebFlowState(stateHash: stateHash, now: now)
     }
 
+    func saveAuthorizationCode(_ code: AuthorizationCodeRecord) async throws(StoreError) {
+        try await base.saveAuthorizationCode(code)
+    }
+
+    func authorizationCode(codeHash: [UInt8]) async throws(StoreError) -> AuthorizationCodeRecord? {
+        try await base.authorizationCode(codeHash: codeHash)
+    }
+
+    func redeemAuthorizationCode(
+        codeHash: [UInt8],
+        startingSession session: NewSession,
+        now: Date
+    ) async throws(StoreError) -> AuthorizationCodeOutcome {
+        try await base.redeemAuthorizationCode(codeHash: codeHash, startingSession: session, now: now)
+    }
+
     func createSession(firstToken: RefreshTokenRecord, metadata: SessionMetadata, now: Date) async throws(StoreError) {
         try await base.createSession(firstToken: firstToken, metadata: metadata, now: now)
     }

@@ -50,6 +50,7 @@ struct ServerHarness: Sendable {
     ///   - dataKey: the data key (a second server on the same store needs the first one's); a new one by default.
     ///   - publicOrigin: with `web`, the public URL for the server's port (an https proxy's, say) instead of
     ///     `http://127.0.0.1:<port>`.
+    ///   - adjust: changes the configuration once its public URL is known (say, a relying party redirecting to it).
     ///   - tls: with `web`, the server serves https itself (``ServerHarness/server`` then cannot reach it; drive it with
     ///     a browser or curl).
     static func run(
@@ -63,6 +64,7 @@ struct ServerHarness: Sendable {
         dataKey givenDataKey: SymmetricKey? = nil,
         publicOrigin: (@Sendable (_ serverPort: Int) -> String)? = nil,
         tls: ServerTLS? = nil,
+        adjust: (@Sendable (inout AuthServerConfiguration) -> Void)? = nil,
         _ body: @escaping @Sendable (ServerHarness) async throws -> Void
     ) async throws {
         let teamKey = P256.Signing.PrivateKey()
@@ -71,6 +73,7 @@ struct ServerHarness: Sendable {
         var webConfiguration = configuration
         let origin = publicOrigin?(serverPort) ?? "http://127.0.0.1:\(serverPort)"
         if web { webConfiguration.publicURL = origin }
+        adjust?(&webConfiguration)
         let configuration = webConfiguration
         // siwa's own callback and those of the compatibility contracts (ServiceStack, the Vapor tutorial).
         let webRedirectURIs =

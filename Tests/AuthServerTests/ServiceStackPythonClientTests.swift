@@ -8,20 +8,11 @@ import Testing
 /// of an expired bearer token, and its typed 401. `scripts/with-python-client` provides the interpreter.
 @Suite("Server: ServiceStack's Python client")
 struct ServiceStackPythonClientTests {
-    static let python = ProcessInfo.processInfo.environment["SIWA_TEST_PYTHON"]
+    static let python = PythonClientScript.python
+    static let script = PythonClientScript("servicestack_client.py")
 
-    static let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-        .appendingPathComponent("Python/servicestack_client.py").path
-
-    /// Runs the script and returns its last output line as JSON.
     static func run(_ arguments: [String]) async throws -> [String: Any] {
-        let executable = try #require(python)
-        let (status, out, err) = try await runChildProcess(executable, arguments: [script] + arguments)
-        let stderr = String(decoding: err, as: UTF8.self)
-        #expect(status == 0, "the client script failed: \(stderr)")
-        let lines = String(decoding: out, as: UTF8.self).split(separator: "\n")
-        let last = try #require(lines.last, "no output; stderr: \(stderr)")
-        return try #require(try JSONSerialization.jsonObject(with: Data(last.utf8)) as? [String: Any])
+        try await script.run(arguments)
     }
 
     @Test(

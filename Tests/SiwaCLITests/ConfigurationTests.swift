@@ -265,4 +265,77 @@ struct ConfigurationTests {
         #expect(explicit.status == 0)
         #expect(String(decoding: explicit.stdout, as: UTF8.self).contains("demo@example.com"))
     }
+
+    /// `siwa oidc new-client` prints a secret once and an entry that holds only its SHA-256; `SIWA_OIDC_CLIENTS` takes
+    /// the entry from the environment, a `_FILE` file and a JSON configuration file's array; a bad entry is refused
+    /// naming the variable, as serve would.
+    @Test func openIDClientsFromNewClientAreReadFromEveryPlaceAndBadOnesRefused() async throws {
+        let made = try await SiwaProcess.run([
+            "oidc", "new-client", "--id", "grafana", "--redirect-uri",
+            "https://grafana.example.com/login/generic_oauth",
+            "--post-logout-redirect-uri", "https://grafana.example.com/login",
+        ])
+        #expect(made.status == 0, "\(made.stderr)")
+        let lines = made.stdout.split(separator: "\n").map(String.init)
+        let secret = try #require(lines.first { $0.hasPrefix("client_secret: ") }?.dropFirst("client_secret: ".count))
+        #expect(secret.count == 43, "256 random bits, base64url")
+        let entry = try #require(lines.last)
+        #expect(!entry.contains(secret))
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(entry.utf8)) as? [String: Any])
+        let hash = SHA256.hash(data: Data(secret.utf8)).map { String(format: "%02x", $0) }.joined()
+        #expect(object["secretSHA256"] as? String == hash)
+        #expect(object["redirectURIs"] as? [String] == ["https://grafana.example.com/login/generic_oauth"])
+
+        let base = [
+            "SIWA_BUNDLE_IDS": "com.example.app", "SIWA_SERVICES_ID": "com.example.web",
+            "SIWA_DATA_KEY_FILE": directory.path + "/k",
+        ]
+        func accepted(
+            _ result: (status: Int32, findings: [(setting: String, ok: Bool, message: String)], stdout: String)
+        ) {
+            #expect(result.status == 3, "only the warning about Apple's key: \(result.stdout)")
+            #expect(
+                result.findings.contains {
+                    $0.setting == "SIWA_OIDC_CLIENTS" && $0.ok && $0.message.contains("grafana")
+                },
+                "\(result.stdout)"
+            )
+        }
+        accepted(try await doctor([], base.merging(["SIWA_OIDC_CLIENTS": "[\(entry)]"]) { $1 }))
+        let file = try folder.write("oidc-clients.json", "[\(entry)]\n")
+        accepted(try await doctor([], base.merging(["SIWA_OIDC_CLIENTS_FILE": file]) { $1 }))
+        let config = try folder.write(
+            "siwa.json",
+            #"{"publicURL": "https://file.example.com", "web": {"stateLifetime": 900}, "bundleIDs": ["com.example.app"], "oidc": {"clients": [\#(entry)]}}"#
+        )
+        let fromConfig = try await doctor(["--config", config], base)
+        accepted(fromConfig)
+        #expect(
+            fromConfig.findings.contains { $0.message.contains("https://file.example.com/auth/apple/callback") },
+            "the file's other settings are read too: \(fromConfig.stdout)"
+        )
+
+        let withoutWeb = try await doctor(
+            [],
+            base.merging(["SIWA_OIDC_CLIENTS": "[\(entry)]", "SIWA_SERVICES_ID": ""]) { $1 }
+        )
+        #expect(
+            withoutWeb.findings.contains {
+                $0.setting == "SIWA_OIDC_CLIENTS" && !$0.ok && $0.message.contains("Services ID")
+            },
+            "relying parties need the web sign-in: \(withoutWeb.stdout)"
+        )
+
+        for bad in [
+            "not json", #"[{"id": "x", "redirectURIs": ["https://x.example.com/cb"]}]"#,
+            #"[{"id": "x", "public": true, "redirectURIs": ["http://x.example.com/cb"]}]"#,
+            #"[{"id": "x y", "public": true, "redirectURIs": ["https://x.example.com/cb"]}]"#,
+            #"[{"id": "x", "public": true, "redirectURIs": ["https://x.example.com/cb"], "colour": "red"}]"#,
+            #"[{"id": "x", "public": true, "redirectURIs": ["https://x.example.com/cb"], "scopes": ["admin"]}]"#,
+        ] {
+            let refused = try await doctor([], base.merging(["SIWA_OIDC_CLIENTS": bad]) { $1 })
+            #expect(refused.status == 1, "\(bad): \(refused.stdout)")
+            #expect(refused.findings.contains { $0.setting == "SIWA_OIDC_CLIENTS" && !$0.ok }, "\(bad)")
+        }
+    }
 }

@@ -158,14 +158,27 @@ public struct PurgeResult: Sendable, Hashable {
     public var refreshTokens: Int
     public var sessions: Int
     public var accountDeletions: Int
+    /// OpenID Connect authorization codes past `retention` after their expiry (kept that long so that a late replay
+    /// still ends what the code issued).
+    public var authorizationCodes: Int
 
-    public init(serverNonces: Int, webFlowStates: Int, refreshTokens: Int, sessions: Int, accountDeletions: Int) {
+    public init(
+        serverNonces: Int,
+        webFlowStates: Int,
+        refreshTokens: Int,
+        sessions: Int,
+        accountDeletions: Int,
+        authorizationCodes: Int = 0
+    ) {
         self.serverNonces = serverNonces
         self.webFlowStates = webFlowStates
         self.refreshTokens = refreshTokens
         self.sessions = sessions
         self.accountDeletions = accountDeletions
+        self.authorizationCodes = authorizationCodes
     }
 
-    public var total: Int { serverNonces + webFlowStates + refreshTokens + sessions + accountDeletions }
+    public var total: Int {
+        serverNonces + webFlowStates + refreshTokens + sessions + accountDeletions + authorizationCodes
+    }
 }

@@ -34,6 +34,8 @@ public struct AuthServerConfiguration: Sendable {
     public var lifecycle = AccountLifecycleConfiguration()
     /// The tutorials' client contracts served next to siwa's own API (all off by default).
     public var compatibility = CompatibilityConfiguration()
+    /// The OpenID provider's registered relying parties (none by default).
+    public var openID = OpenIDConfiguration()
     /// Link a new Apple ID to an existing account with the same email (off by default): only when the token's email
     /// is verified and not a relay address, and so is the account's.
     public var linkAccountsByEmail = false

@@ -82,8 +82,9 @@ struct RateLimitMiddleware: RouterMiddleware {
 
     /// Paths of GET routes that start a web flow (siwa's and the contracts').
     static let flowStartPaths: Set<String> = ["/auth/apple/authorize", "/auth/apple", "/web/auth/siwa/authorize"]
-    /// Paths of GET routes that write: a sign-out, and the login page, which renews an expired cookie session.
-    static let writingGetPaths: Set<String> = ["/auth/logout", "/login"]
+    /// Paths of GET routes that write: a sign-out, the login page, which renews an expired cookie session, and the
+    /// OpenID provider's authorize (it stores a code) and logout.
+    static let writingGetPaths: Set<String> = ["/auth/logout", "/login", "/oauth/authorize", "/oauth/logout"]
 
     /// What a request spends, from its method and path alone (before routing). The path is taken as the router reads
     /// it (empty segments ignored: `/login/` and `//login` are `/login`).

@@ -115,11 +115,19 @@ public final class AccessTokenIssuer: Sendable {
 
     /// Signs an access token for `userID` in `sessionID`.
     public func issue(userID: UserID, sessionID: SessionID) throws -> (token: String, expiresIn: Int) {
+        try issue(userID: userID, sessionID: sessionID, openID: nil)
+    }
+
+    /// Signs an access token; one issued by the OpenID provider also names its relying party (`client_id`, as RFC
+    /// 9068 does) and the granted `scope`.
+    func issue(
+        userID: UserID,
+        sessionID: SessionID,
+        openID: (clientID: String, scope: String)?
+    ) throws -> (token: String, expiresIn: Int) {
         let now = Int64(clock.now.timeIntervalSince1970)
         let lifetime = Int64(configuration.accessTokenLifetime)
-        let (kid, key) = keys.withLock { ($0.currentKid, $0.signing) }
-        let header = JSONWriter.object(["alg": .string("ES256"), "kid": .string(kid), "typ": .string("JWT")])
-        let claims = JSONWriter.object([
+        var claims = JSONWriter.object([
             "iss": .string(configuration.publicURL),
             "aud": .string(configuration.accessTokenAudience),
             "sub": .string(userID.description),
@@ -128,9 +136,47 @@ public final class AccessTokenIssuer: Sendable {
             "exp": .integer(now + lifetime),
             "jti": .string(WebAuthorization.randomToken(byteCount: 16)),
         ])
+        if let openID {
+            claims.removeLast()  // the closing brace: the object goes on
+            claims.append(contentsOf: ",\"client_id\":".utf8)
+            JSONWriter.appendString(openID.clientID, to: &claims)
+            claims.append(contentsOf: ",\"scope\":".utf8)
+            JSONWriter.appendString(openID.scope, to: &claims)
+            claims.append(UInt8(ascii: "}"))
+        }
+        return (try sign(claims), Int(lifetime))
+    }
+
+    /// Signs a JWT (ES256, with the current key's `kid`) over a JSON object: access tokens and the OpenID provider's
+    /// ID tokens, so that one JWKS verifies both.
+    func sign(_ claims: [UInt8]) throws -> String {
+        let (kid, key) = keys.withLock { ($0.currentKid, $0.signing) }
+        let header = JSONWriter.object(["alg": .string("ES256"), "kid": .string(kid), "typ": .string("JWT")])
         let signingInput = Base64URL.encode(header) + "." + Base64URL.encode(claims)
         let signature = try key.signature(for: Array(signingInput.utf8))
-        return (signingInput + "." + Base64URL.encode(signature.rawRepresentation), Int(lifetime))
+        return signingInput + "." + Base64URL.encode(signature.rawRepresentation)
+    }
+
+    /// The claims of a JWT signed by one of this server's keys with this server's `iss`, whatever its audience and
+    /// expiry (an ID token given back as `id_token_hint`, which may have expired); `nil` when the signature or `iss`
+    /// does not check.
+    func signedClaims(_ token: String) -> JSONValue? {
+        guard token.utf8.count <= 8192 else { return nil }
+        let parts = token.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 3,
+            let headerBytes = Base64URL.decode(Array(parts[0].utf8)),
+            let header = try? JSONReader.parseObject(headerBytes),
+            header["alg"]?.stringValue == "ES256",
+            let kid = header["kid"]?.stringValue,
+            let key = keys.withLock({ $0.verifying[kid] }),
+            let signatureBytes = Base64URL.decode(Array(parts[2].utf8)),
+            let signature = try? P256.Signing.ECDSASignature(rawRepresentation: signatureBytes),
+            key.isValidSignature(signature, for: Array(token.utf8[..<parts[1].endIndex])),
+            let payload = Base64URL.decode(Array(parts[1].utf8)),
+            let claims = try? JSONReader.parseObject(payload),
+            claims["iss"]?.stringValue == configuration.publicURL
+        else { return nil }
+        return claims
     }
 
     /// Verifies an access token: ES256 by a known key, `iss`, `aud`, `exp`; nil when any check fails.
@@ -151,21 +197,7 @@ public final class AccessTokenIssuer: Sendable {
     }
 
     private func verifyUncached(_ token: String, now: Date) -> AccessTokenClaims? {
-        guard token.utf8.count <= 4096 else { return nil }
-        let parts = token.split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count == 3,
-            let headerBytes = Base64URL.decode(Array(parts[0].utf8)),
-            let header = try? JSONReader.parseObject(headerBytes),
-            header["alg"]?.stringValue == "ES256",
-            let kid = header["kid"]?.stringValue,
-            let key = keys.withLock({ $0.verifying[kid] }),
-            let signatureBytes = Base64URL.decode(Array(parts[2].utf8)),
-            let signature = try? P256.Signing.ECDSASignature(rawRepresentation: signatureBytes),
-            key.isValidSignature(signature, for: Array(token.utf8[..<parts[1].endIndex]))
-        else { return nil }
-        guard let payload = Base64URL.decode(Array(parts[1].utf8)),
-            let claims = try? JSONReader.parseObject(payload),
-            claims["iss"]?.stringValue == configuration.publicURL,
+        guard token.utf8.count <= 4096, let claims = signedClaims(token),
             claims["aud"]?.stringValue == configuration.accessTokenAudience,
             let exp = claims["exp"]?.doubleValue, exp > now.timeIntervalSince1970,
             let iat = claims["iat"]?.doubleValue,

@@ -1,4 +1,5 @@
 import AccountStore
+import AppleSignIn
 
 /// The client contract a session's refresh tokens belong to: siwa's own routes (native and web, rotating) or one of
 /// the tutorials' contracts (non-rotating, on their own routes only).
@@ -15,6 +16,9 @@ public enum SessionContract: String, Sendable, CaseIterable {
     case vaporTutorial
     /// RentManager's `POST /api/auth/apple` and `POST /api/auth/refresh`.
     case rentManager
+    /// The OpenID provider's `POST /oauth/token`: rotating like siwa's own, and bound to one relying party and the
+    /// scope it was granted (``binding(of:)``).
+    case openID
 
     var tokenPrefix: String {
         switch self {
@@ -22,12 +26,26 @@ public enum SessionContract: String, Sendable, CaseIterable {
         case .serviceStack: "ss."
         case .vaporTutorial: "vt."
         case .rentManager: "rm."
+        case .openID: "op."
         }
     }
 
-    /// A new refresh token of this contract.
-    func newRefreshToken() -> String {
-        tokenPrefix + RefreshTokens.generate()
+    /// A new refresh token of this contract; with `binding` (the OpenID client and scope), the binding is written into
+    /// the token between the prefix and the random part (base64url, then `.`), where the token's hash covers it.
+    func newRefreshToken(binding: String? = nil) -> String {
+        tokenPrefix + (binding.map { Base64URL.encode(Array($0.utf8)) + "." } ?? "") + RefreshTokens.generate()
+    }
+
+    /// The binding written into a token by ``newRefreshToken(binding:)``, or `nil` when it has none. A token whose
+    /// binding was changed is an unknown token (its hash differs).
+    static func binding(of token: String) -> String? {
+        let contract = of(token)
+        guard contract != .canonical else { return nil }
+        let rest = token.dropFirst(contract.tokenPrefix.count)
+        guard let dot = rest.firstIndex(of: "."), let bytes = Base64URL.decode(String(rest[..<dot])) else {
+            return nil
+        }
+        return String(validating: bytes, as: UTF8.self)
     }
 
     /// The contract that issued `token`, read from its prefix.
@@ -45,6 +63,7 @@ public enum SessionContract: String, Sendable, CaseIterable {
         case .serviceStack: "the ServiceStack routes"
         case .vaporTutorial: "the Vapor tutorial's routes"
         case .rentManager: "the RentManager routes"
+        case .openID: "the OpenID provider's token endpoint"
         }
     }
 }
@@ -58,6 +77,7 @@ extension SessionContract {
         case .serviceStack: .serviceStack
         case .vaporTutorial: .vaporTutorial
         case .rentManager: .rentManager
+        case .openID: SignInChannel(rawValue: "oidc")
         }
     }
 }

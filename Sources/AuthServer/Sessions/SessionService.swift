@@ -88,8 +88,12 @@ public final class SessionService: Sendable {
 
     /// A new session's id and first refresh token, for the sign-in that stores it; `metadata` (the channel) goes to
     /// the console's session list and the audit log.
-    func prepareSession(contract: SessionContract, metadata: SessionMetadata = SessionMetadata()) -> PreparedSession {
-        let refreshToken = contract.newRefreshToken()
+    func prepareSession(
+        contract: SessionContract,
+        binding: String? = nil,
+        metadata: SessionMetadata = SessionMetadata()
+    ) -> PreparedSession {
+        let refreshToken = contract.newRefreshToken(binding: binding)
         let now = clock.now
         return PreparedSession(
             refreshToken: refreshToken,
@@ -116,11 +120,18 @@ public final class SessionService: Sendable {
     /// - Throws: ``AuthServerError`` 401 naming why (`refresh_token_reused`, `refresh_token_revoked`,
     ///   `refresh_token_expired`, `invalid_refresh_token`, `apple_consent_revoked`), 403 `account_disabled`, 503
     ///   `apple_unavailable`.
-    func rotate(refreshToken: String, contract: SessionContract = .canonical, logger: Logger) async throws -> Tokens {
+    /// The new token carries `binding` (``SessionContract/newRefreshToken(binding:)``): the OpenID provider keeps the
+    /// presented token's.
+    func rotate(
+        refreshToken: String,
+        contract: SessionContract = .canonical,
+        binding: String? = nil,
+        logger: Logger
+    ) async throws -> Tokens {
         try await requireWellFormed(refreshToken, contract: contract)
         let presentedHash = RefreshTokens.hash(refreshToken)
         try await requireAppleConsentBeforeRotating(presentedHash: presentedHash, logger: logger)
-        let next = contract.newRefreshToken()
+        let next = contract.newRefreshToken(binding: binding)
         let now = clock.now
         let outcome = try await store.rotateRefreshToken(
             presentedHash: presentedHash,

@@ -209,6 +209,7 @@ struct ServerSettings {
 
         try loadWebSettings(into: &server, value: value, number: number, flag: flag)
         try loadCompatibilitySettings(into: &server, value: value, flag: flag)
+        if let clients = value("SIWA_OIDC_CLIENTS") { server.openID.clients = try Self.openIDClients(clients) }
 
         let apple: AppleSignInConfiguration?
         do {
@@ -407,6 +408,110 @@ struct ServerSettings {
         if let cookies = try flag("SIWA_SERVICESTACK_TOKEN_COOKIES") {
             server.compatibility.serviceStackTokenCookies = cookies
         }
+    }
+
+    /// `SIWA_OIDC_CLIENTS`: the OpenID provider's relying parties, a JSON array of objects (docs/oidc.md).
+    static func openIDClients(_ text: String) throws -> [OpenIDClient] {
+        func problem(_ fix: String) -> Problem { Problem(variable: "SIWA_OIDC_CLIENTS", fix: fix) }
+        guard let list = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [Any] else {
+            throw problem("expected a JSON array of client objects (docs/oidc.md)")
+        }
+        let known: Set<String> = ["id", "secretSHA256", "public", "redirectURIs", "scopes", "postLogoutRedirectURIs"]
+        var clients: [OpenIDClient] = []
+        for (index, element) in list.enumerated() {
+            guard let object = element as? [String: Any] else { throw problem("client \(index + 1) is not an object") }
+            guard let id = object["id"] as? String, OpenIDClient.isValidID(id) else {
+                throw problem("client \(index + 1): \"id\" must be 1 to 128 characters of A-Z a-z 0-9 . _ ~ -")
+            }
+            if let unknown = object.keys.filter({ !known.contains($0) }).sorted().first {
+                throw problem(
+                    "client \(id): unknown field \"\(unknown)\" (expected \(known.sorted().joined(separator: ", ")))"
+                )
+            }
+            guard !clients.contains(where: { $0.id == id }) else { throw problem("client \(id) is listed twice") }
+            let isPublic = object["public"] as? Bool ?? false
+            var secretHash: [UInt8]?
+            switch (object["secretSHA256"], isPublic) {
+            case (let hex as String, false):
+                guard let bytes = Self.hexBytes(hex), bytes.count == 32 else {
+                    throw problem(
+                        "client \(id): \"secretSHA256\" must be 64 hex digits (siwa oidc new-client prints it)"
+                    )
+                }
+                secretHash = bytes
+            case (nil, true):
+                secretHash = nil
+            case (nil, false):
+                throw problem("client \(id): give \"secretSHA256\" (a confidential client) or \"public\": true")
+            default:
+                throw problem("client \(id): a public client has no \"secretSHA256\"")
+            }
+            func uris(_ field: String, required: Bool) throws -> [String] {
+                guard let value = object[field] else {
+                    if required { throw problem("client \(id): \"\(field)\" is missing") }
+                    return []
+                }
+                guard let list = value as? [String], !required || !list.isEmpty else {
+                    throw problem("client \(id): \"\(field)\" must be a non-empty array of URLs")
+                }
+                for uri in list where !Self.isValidRedirectURI(uri) {
+                    throw problem(
+                        "client \(id): \(field) '\(uri)' must be an absolute https URL (http only on localhost or "
+                            + "127.0.0.1, or an app's own scheme such as com.example.app:/callback) without a fragment"
+                    )
+                }
+                return list
+            }
+            let redirectURIs = try uris("redirectURIs", required: true)
+            let logoutURIs = try uris("postLogoutRedirectURIs", required: false)
+            var scopes = Set(OpenIDConfiguration.supportedScopes)
+            if let value = object["scopes"] {
+                guard let list = value as? [String] else { throw problem("client \(id): \"scopes\" must be an array") }
+                if let unknown = list.first(where: { !OpenIDConfiguration.supportedScopes.contains($0) }) {
+                    throw problem(
+                        "client \(id): scope '\(unknown)' is not one of "
+                            + OpenIDConfiguration.supportedScopes.joined(separator: ", ")
+                    )
+                }
+                scopes = Set(list)
+            }
+            clients.append(
+                OpenIDClient(
+                    id: id,
+                    secretHash: secretHash,
+                    redirectURIs: redirectURIs,
+                    scopes: scopes,
+                    postLogoutRedirectURIs: logoutURIs
+                )
+            )
+        }
+        return clients
+    }
+
+    /// https, http on a loopback host (development), or an app's private-use scheme (RFC 8252 §7.1: a reverse
+    /// domain name); never a fragment.
+    static func isValidRedirectURI(_ uri: String) -> Bool {
+        guard !uri.contains("#"), uri.utf8.count <= 2048, let url = URL(string: uri),
+            let scheme = url.scheme?.lowercased()
+        else { return false }
+        switch scheme {
+        case "https": return url.host?.isEmpty == false
+        case "http": return ["localhost", "127.0.0.1", "::1", "[::1]"].contains(url.host ?? "")
+        default: return scheme.contains(".")
+        }
+    }
+
+    private static func hexBytes(_ text: String) -> [UInt8]? {
+        let digits = Array(text.lowercased().utf8)
+        guard digits.count % 2 == 0 else { return nil }
+        var bytes: [UInt8] = []
+        for index in stride(from: 0, to: digits.count, by: 2) {
+            guard let byte = UInt8(String(decoding: digits[index..<index + 2], as: UTF8.self), radix: 16) else {
+                return nil
+            }
+            bytes.append(byte)
+        }
+        return bytes
     }
 
     /// The web sign-in settings: callback URL, allowed return origins and Android packages, state lifetime, cookie

@@ -408,6 +408,21 @@ enum SettingsCatalog {
                 ),
             ]
         ),
+        (
+            "OpenID provider",
+            [
+                .init(
+                    key: "oidc.clients",
+                    variable: "SIWA_OIDC_CLIENTS",
+                    defaultValue: "",
+                    meaning:
+                        "The relying parties (docs/oidc.md): a JSON array of {\"id\", \"secretSHA256\" or "
+                        + "\"public\": true, \"redirectURIs\", \"scopes\", \"postLogoutRedirectURIs\"}; "
+                        + "`siwa oidc new-client` prints one. In a JSON configuration file an array; usually "
+                        + "SIWA_OIDC_CLIENTS_FILE names a file that holds it."
+                )
+            ]
+        ),
     ]
 
     /// Every setting by its environment variable.

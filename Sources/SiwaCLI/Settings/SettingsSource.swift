@@ -1,3 +1,4 @@
+import AppleSignIn
 import Configuration
 import Foundation
 import SystemPackage
@@ -75,7 +76,15 @@ struct SettingsSource: Sendable {
                 throw ServerSettings.Problem(variable: "--config", fix: "cannot read \(file)")
             }
             do {
-                let (provider, keys) = try await fileProvider(file)
+                // A JSON file's `oidc.clients` is an array of objects, which the file provider cannot read: such a
+                // file is read here instead, with `oidc.clients` as its JSON text.
+                let provider: any ConfigProvider
+                let keys: [String]
+                if file.lowercased().hasSuffix(".json"), let read = try jsonWithClients(file) {
+                    (provider, keys) = read
+                } else {
+                    (provider, keys) = try await fileProvider(file)
+                }
                 providers.append(provider)
                 let known = Set(SettingsCatalog.byVariable.values.map(\.key))
                 unknown = keys.filter { !known.contains($0) }.sorted()
@@ -148,6 +157,51 @@ struct SettingsSource: Sendable {
             values[key] = value
         }
         return values
+    }
+
+    /// A JSON file whose `oidc.clients` is an array or object, as a provider of its leaves (`oidc.clients` as its JSON
+    /// text; strings, numbers, booleans and arrays of strings as the file provider reads them) and its keys; `nil` for
+    /// any other file.
+    private static func jsonWithClients(_ file: String) throws -> (InMemoryProvider, [String])? {
+        let data = try Data(contentsOf: URL(fileURLWithPath: file))
+        let root = try JSONReader.parseObject(data)
+        guard let clients = root["oidc"]?["clients"] else { return nil }
+        switch clients {
+        case .array, .object: break
+        default: return nil
+        }
+        let clientsText = try JSONSerialization.data(
+            withJSONObject: ((try JSONSerialization.jsonObject(with: data) as? [String: Any])?["oidc"] as? [String: Any])?[
+                "clients"
+            ] ?? []
+        )
+        var values: [AbsoluteConfigKey: ConfigValue] = [:]
+        func add(_ value: JSONValue, _ key: String) throws {
+            let content: ConfigContent
+            switch value {
+            case _ where key == "oidc.clients":
+                content = .string(String(decoding: clientsText, as: UTF8.self))
+            case .object(let members):
+                for member in members { try add(member.value, key.isEmpty ? member.key : key + "." + member.key) }
+                return
+            case .bool(let flag): content = .bool(flag)
+            case .number(let text): content = Int(text).map(ConfigContent.int) ?? .double(Double(text) ?? 0)
+            case .string(let text): content = .string(text)
+            case .array(let items):
+                let texts = items.compactMap(\.stringValue)
+                guard texts.count == items.count else {
+                    throw ServerSettings.Problem(
+                        variable: "--config",
+                        fix: "\(key) in \(file) must be a list of strings"
+                    )
+                }
+                content = .stringArray(texts)
+            case .null: return
+            }
+            values[AbsoluteConfigKey(ConfigKey(key))] = ConfigValue(content, isSecret: false)
+        }
+        try add(root, "")
+        return (InMemoryProvider(name: file, values: values), values.keys.map { $0.components.joined(separator: ".") })
     }
 
     /// The dotted leaf keys of a JSON file (`{"database": {"path": …}}` holds `database.path`).

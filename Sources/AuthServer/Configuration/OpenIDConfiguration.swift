@@ -1,0 +1,88 @@
+import Crypto
+
+#if canImport(FoundationEssentials)
+public import FoundationEssentials
+#else
+public import Foundation
+#endif
+
+/// The OpenID provider for other apps (relying parties): the clients registered in configuration. With no client the
+/// discovery document and keys are still served (for siwa's own access tokens), and `/oauth/authorize` and
+/// `/oauth/token` refuse every client.
+public struct OpenIDConfiguration: Sendable {
+    /// The registered relying parties.
+    public var clients: [OpenIDClient]
+    /// Seconds an authorization code lives (default 60).
+    public var codeLifetime: TimeInterval = 60
+
+    public init(clients: [OpenIDClient] = []) {
+        self.clients = clients
+    }
+
+    /// The client with this id.
+    func client(_ id: String) -> OpenIDClient? {
+        clients.first { $0.id == id }
+    }
+
+    /// The scopes siwa grants: `openid` (the ID token and `sub`), `email` (`email`, `email_verified`,
+    /// `is_private_email`) and `profile` (`name`, `given_name`, `family_name`).
+    public static let supportedScopes = ["openid", "email", "profile"]
+}
+
+/// A relying party: its id, how it authenticates, where it may be sent back to, and what it may ask for.
+public struct OpenIDClient: Sendable, Hashable {
+    /// The `client_id`: letters, digits, `.`, `_`, `~` and `-`.
+    public var id: String
+    /// SHA-256 of the client secret (the secret itself is never configured); `nil` for a public client, which has no
+    /// secret and must use PKCE.
+    public var secretHash: [UInt8]?
+    /// The exact redirect URIs an authorization may return to (compared as strings).
+    public var redirectURIs: [String]
+    /// The scopes it may be granted (a subset of ``OpenIDConfiguration/supportedScopes``, always with `openid`).
+    public var scopes: Set<String>
+    /// Where RP-initiated logout may send the browser afterwards (exact strings).
+    public var postLogoutRedirectURIs: [String]
+
+    public init(
+        id: String,
+        secretHash: [UInt8]?,
+        redirectURIs: [String],
+        scopes: Set<String> = Set(OpenIDConfiguration.supportedScopes),
+        postLogoutRedirectURIs: [String] = []
+    ) {
+        self.id = id
+        self.secretHash = secretHash
+        self.redirectURIs = redirectURIs
+        self.scopes = scopes.union(["openid"])
+        self.postLogoutRedirectURIs = postLogoutRedirectURIs
+    }
+
+    /// A public client: no secret, PKCE required.
+    public var isPublic: Bool { secretHash == nil }
+
+    /// The SHA-256 of a client secret, as configured.
+    public static func hashSecret(_ secret: String) -> [UInt8] {
+        Array(SHA256.hash(data: Array(secret.utf8)))
+    }
+
+    /// Whether `secret` is this client's, compared in constant time (over the hashes, so that neither the length nor
+    /// the content of the configured secret shows in the time taken).
+    /// - Warning: A public client has no secret: this is always `false` for it.
+    public func acceptsSecret(_ secret: String) -> Bool {
+        guard let secretHash, secretHash.count == 32 else { return false }
+        let presented = Self.hashSecret(secret)
+        var difference: UInt8 = 0
+        for index in 0..<32 { difference |= presented[index] ^ secretHash[index] }
+        return difference == 0
+    }
+
+    /// Whether `id` is a well-formed client id: 1 to 128 characters of `A-Z a-z 0-9 . _ ~ -`.
+    public static func isValidID(_ id: String) -> Bool {
+        !id.isEmpty && id.utf8.count <= 128
+            && id.utf8.allSatisfy { byte in
+                (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A)
+                    || byte == UInt8(ascii: ".") || byte == UInt8(ascii: "_") || byte == UInt8(ascii: "~")
+                    || byte == UInt8(ascii: "-")
+            }
+    }
+}

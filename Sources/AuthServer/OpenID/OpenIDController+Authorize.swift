@@ -1,0 +1,268 @@
+import AccountStore
+import AppleSignIn
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Logging
+
+extension OpenIDController {
+    /// The longest `state` or `nonce` accepted (they travel through the sign-in's return URL).
+    static let maximumParameterLength = 512
+
+    /// `GET /oauth/authorize` (OpenID Connect Core §3.1.2, RFC 6749 §4.1, RFC 7636).
+    ///
+    /// An unknown `client_id` or a `redirect_uri` that is not registered for it is an HTML page, never a redirect
+    /// (RFC 6749 §4.1.2.1); every other refusal is a redirect to the registered URI with `error`,
+    /// `error_description`, `state` and `iss`. Without a browser session the browser goes through siwa's web sign-in
+    /// and comes back to this same request; with one (renewed from the refresh cookie when its access token has
+    /// expired), the answer is a code: first-party clients, no consent screen. `prompt=none` without a session is
+    /// `login_required`; `prompt=login` signs in with Apple again.
+    @Sendable func authorize(_ request: Request, context: SiwaRequestContext) async throws -> Response {
+        let query = request.uri.query ?? ""
+        let strict = FormURLEncoding.decode(Array(query.utf8))
+        // A parameter given twice (RFC 6749 §3.1) is refused; when the client and redirect URI are still certain,
+        // by a redirect like any other error.
+        let parameters = strict ?? Self.lenientQuery(query).compactMapValues { $0.count == 1 ? $0[0] : nil }
+        guard let clientID = parameters["client_id"], let client = openID.client(clientID) else {
+            context.logger.info("OpenID authorize refused: unknown client")
+            return Self.page("invalid_client", "The application that sent you here is not registered with this server.")
+        }
+        guard let redirectURI = parameters["redirect_uri"], client.redirectURIs.contains(redirectURI) else {
+            context.logger.info(
+                "OpenID authorize refused: redirect URI not registered",
+                metadata: ["client": "\(clientID)"]
+            )
+            return Self.page(
+                "invalid_redirect_uri",
+                "The application asked to send you back to an address it has not registered with this server."
+            )
+        }
+        let redirect = AuthorizationRedirect(
+            redirectURI: redirectURI,
+            state: parameters["state"].flatMap { $0.utf8.count <= Self.maximumParameterLength ? $0 : nil },
+            issuer: issuerURL
+        )
+        guard strict != nil else {
+            return redirect.error(.init("invalid_request", "a parameter is given twice or wrongly encoded"))
+        }
+        let checked: CheckedAuthorization
+        switch Self.checked(parameters, client: client) {
+        case .success(let valid):
+            checked = valid
+        case .failure(let refusal):
+            context.logger.info(
+                "OpenID authorize refused",
+                metadata: ["client": "\(clientID)", "error": "\(refusal.error)"]
+            )
+            return redirect.error(refusal)
+        }
+
+        // The browser's session: its access cookie, else its refresh cookie rotated here.
+        var renewed: SessionService.Tokens?
+        var claims: AccessTokenClaims?
+        if !checked.forcesLogin {
+            if case .cookie(let found) = context.authentication { claims = found }
+            if claims == nil, let refreshToken = cookies.refreshToken(in: request) {
+                do {
+                    let rotated = try await sessions.rotate(refreshToken: refreshToken, logger: context.logger)
+                    claims = try sessions.authenticate(rotated.accessToken)
+                    renewed = rotated
+                } catch let error as AuthServerError {
+                    context.logger.debug("refresh cookie refused", metadata: ["error": "\(error.code)"])
+                }
+            }
+        }
+        guard let claims else {
+            if checked.prompt.contains("none") {
+                return redirect.error(.init("login_required", "the user is not signed in to siwa"))
+            }
+            return signInFirst(parameters)
+        }
+        guard let user = try await store.user(id: claims.userID), user.status == .active else {
+            return redirect.error(.init("access_denied", "the account is disabled or no longer exists"))
+        }
+        let code = WebAuthorization.randomToken(byteCount: 32)
+        let now = clock.now
+        let browserSession = try await store.sessions(userID: user.id, now: now, limit: 100)
+            .first { $0.id == claims.sessionID }
+        try await store.saveAuthorizationCode(
+            AuthorizationCodeRecord(
+                codeHash: Self.hash(code),
+                clientID: client.id,
+                redirectURI: redirectURI,
+                scope: Self.scopeString(checked.scope),
+                codeChallenge: checked.codeChallenge,
+                nonce: checked.nonce,
+                userID: user.id,
+                browserSessionID: claims.sessionID,
+                authTime: browserSession?.createdAt ?? user.lastSignInAt ?? claims.issuedAt,
+                createdAt: now,
+                expiresAt: now.addingTimeInterval(openID.codeLifetime)
+            )
+        )
+        context.logger.info("OpenID authorization code issued", metadata: ["client": "\(client.id)"])
+        var response = redirect.success(code: code)
+        if let renewed { cookies.set(renewed, on: &response) }
+        return response
+    }
+
+    /// What a valid authorization request asks for.
+    struct CheckedAuthorization {
+        var scope: Set<String>
+        var nonce: String?
+        var codeChallenge: String?
+        var prompt: Set<String>
+        var forcesLogin: Bool { prompt.contains("login") }
+    }
+
+    /// ``check(_:client:)`` as a result (a typed `catch` crashes the Swift 6.3 compiler here).
+    static func checked(
+        _ parameters: [String: String],
+        client: OpenIDClient
+    ) -> Result<CheckedAuthorization, AuthorizationRedirect.Refusal> {
+        Result { () throws(AuthorizationRedirect.Refusal) in try check(parameters, client: client) }
+    }
+
+    /// Checks everything but the client and redirect URI.
+    /// - Throws: ``AuthorizationRedirect/Refusal`` naming the first problem.
+    static func check(
+        _ parameters: [String: String],
+        client: OpenIDClient
+    ) throws(AuthorizationRedirect.Refusal) -> CheckedAuthorization {
+        typealias Refusal = AuthorizationRedirect.Refusal
+        if parameters["request"] != nil {
+            throw Refusal("request_not_supported", "request objects are not supported")
+        }
+        if parameters["request_uri"] != nil {
+            throw Refusal("request_uri_not_supported", "request_uri is not supported")
+        }
+        guard let responseType = parameters["response_type"] else {
+            throw Refusal("invalid_request", "response_type is missing")
+        }
+        guard responseType == "code" else {
+            throw Refusal("unsupported_response_type", "only response_type=code is supported")
+        }
+        if let mode = parameters["response_mode"], mode != "query" {
+            throw Refusal("invalid_request", "only response_mode=query is supported")
+        }
+        if let state = parameters["state"], state.utf8.count > maximumParameterLength {
+            throw Refusal("invalid_request", "state is longer than \(maximumParameterLength) bytes")
+        }
+        let requested = scopeSet(parameters["scope"] ?? "")
+        guard requested.contains("openid") else {
+            throw Refusal("invalid_scope", "scope must include openid")
+        }
+        let nonce = parameters["nonce"]
+        if let nonce, nonce.isEmpty || nonce.utf8.count > maximumParameterLength {
+            throw Refusal("invalid_request", "nonce must be 1 to \(maximumParameterLength) bytes")
+        }
+        let challenge = parameters["code_challenge"]
+        let method = parameters["code_challenge_method"]
+        if let challenge {
+            guard (method ?? "plain") == "S256" else {
+                throw Refusal("invalid_request", "code_challenge_method must be S256")
+            }
+            guard challenge.utf8.count == 43, Base64URL.decode(challenge)?.count == 32 else {
+                throw Refusal("invalid_request", "code_challenge must be the base64url SHA-256 of the code verifier")
+            }
+        } else if method != nil {
+            throw Refusal("invalid_request", "code_challenge_method without code_challenge")
+        } else if client.isPublic {
+            throw Refusal("invalid_request", "a public client must send a PKCE code_challenge (S256)")
+        }
+        let prompt = scopeSet(parameters["prompt"] ?? "")
+        if prompt.contains("none"), prompt.count > 1 {
+            throw Refusal("invalid_request", "prompt=none cannot be combined with other values")
+        }
+        if let unknown = prompt.subtracting(["none", "login"]).sorted().first {
+            if unknown == "consent" || unknown == "select_account" {
+                // First-party clients: no consent screen, one Apple ID per browser session. Granted as asked.
+            } else {
+                throw Refusal("invalid_request", "prompt value '\(unknown.prefix(32))' is not supported")
+            }
+        }
+        return CheckedAuthorization(
+            scope: requested.intersection(client.scopes).intersection(OpenIDConfiguration.supportedScopes),
+            nonce: nonce,
+            codeChallenge: challenge,
+            prompt: prompt
+        )
+    }
+
+    /// Every value of every parameter of a query, skipping what does not decode.
+    static func lenientQuery(_ query: String) -> [String: [String]] {
+        var fields: [String: [String]] = [:]
+        for pair in query.split(separator: "&") {
+            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            guard let name = parts[0].replacingOccurrences(of: "+", with: " ").removingPercentEncoding,
+                let value = (parts.count > 1 ? parts[1] : "").replacingOccurrences(of: "+", with: " ")
+                    .removingPercentEncoding
+            else { continue }
+            fields[name, default: []].append(value)
+        }
+        return fields
+    }
+
+    /// Sends the browser through siwa's web sign-in, to come back to this request (without `prompt=login`, which
+    /// the sign-in satisfies).
+    private func signInFirst(_ parameters: [String: String]) -> Response {
+        let kept = parameters.filter { $0.key != "prompt" || $0.value != "login" }.sorted { $0.key < $1.key }
+        let returnURL = "/oauth/authorize?" + FormURLEncoding.encode(kept.map { ($0.key, $0.value) })
+        guard returnURL.utf8.count <= 2048 else {
+            return Self.page("invalid_request", "The authorization request is too long.")
+        }
+        return Response(
+            status: .seeOther,
+            headers: [
+                .location: "/auth/apple/authorize?returnUrl=" + FormURLEncoding.percentEncode(returnURL),
+                .cacheControl: "no-store",
+            ]
+        )
+    }
+
+    /// The HTML page of a request that cannot be redirected back (unknown client, unregistered redirect URI).
+    static func page(_ code: String, _ reason: String) -> Response {
+        WebErrorPage(status: .badRequest, code: code, reason: reason).response
+    }
+}
+
+/// The authorization response, sent to the client's registered redirect URI (RFC 6749 §4.1.2), with `state` and
+/// `iss` (RFC 9207).
+struct AuthorizationRedirect {
+    let redirectURI: String
+    let state: String?
+    let issuer: String
+
+    /// An error to send back to the client (RFC 6749 §4.1.2.1).
+    struct Refusal: Error {
+        let error: String
+        let description: String
+
+        init(_ error: String, _ description: String) {
+            self.error = error
+            self.description = description
+        }
+    }
+
+    func success(code: String) -> Response {
+        redirect([("code", code)])
+    }
+
+    func error(_ refusal: Refusal) -> Response {
+        redirect([("error", refusal.error), ("error_description", refusal.description)])
+    }
+
+    private func redirect(_ fields: [(String, String)]) -> Response {
+        var all = fields
+        if let state { all.append(("state", state)) }
+        all.append(("iss", issuer))
+        let separator = redirectURI.contains("?") ? "&" : "?"
+        return Response(
+            status: .found,
+            headers: [
+                .location: redirectURI + separator + FormURLEncoding.encode(all), .cacheControl: "no-store",
+                HTTPField.Name("Referrer-Policy")!: "no-referrer",
+            ]
+        )
+    }
+}

@@ -1,0 +1,205 @@
+import AccountStore
+import AppleSignIn
+import Crypto
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Logging
+import NIOCore
+
+/// siwa as an OpenID provider for registered relying parties (OpenID Connect Core, RFC 6749, RFC 7636, RFC 7009):
+/// discovery, `GET /oauth/authorize`, `POST /oauth/token`, `GET`/`POST /oauth/userinfo`, `GET`/`POST /oauth/logout`
+/// and `POST /oauth/revoke`.
+///
+/// The user signs in with Apple through siwa's own web flow (`/auth/apple/authorize?returnUrl=`) and comes back to
+/// the same authorization request; the code is kept in the store (by hash) so that any instance redeems it. The
+/// tokens are siwa's own: a normal session (channel `oidc:<client_id>`, refresh tokens bound to the client), access
+/// tokens and ID tokens signed by the keys at `/.well-known/jwks.json`, so Apple's account lifecycle ends relying
+/// parties' sessions as it ends every other.
+struct OpenIDController: Sendable {
+    let configuration: AuthServerConfiguration
+    let store: any AccountStore
+    let sessions: SessionService
+    let clock: any WallClock
+
+    var openID: OpenIDConfiguration { configuration.openID }
+    var issuer: AccessTokenIssuer { sessions.issuer }
+    var cookies: SessionCookies { SessionCookies(configuration: configuration) }
+
+    /// The `iss` of every token and of the discovery document: the configured public URL.
+    var issuerURL: String { configuration.publicURL }
+
+    func addRoutes(to router: Router<SiwaRequestContext>) {
+        router.get("/.well-known/openid-configuration", use: discovery)
+        router.get("/oauth/authorize", use: authorize)
+        router.post("/oauth/token", use: token)
+        router.get("/oauth/userinfo", use: userInfo)
+        router.post("/oauth/userinfo", use: userInfo)
+        router.get("/oauth/logout", use: logout)
+        router.post("/oauth/logout", use: logout)
+        router.post("/oauth/revoke", use: revoke)
+    }
+
+    // MARK: Discovery
+
+    /// The discovery document (OpenID Connect Discovery 1.0 §3), consistent with `/.well-known/jwks.json`: the same
+    /// keys sign ID tokens and access tokens.
+    struct Discovery: Encodable {
+        var issuer: String
+        var authorization_endpoint: String
+        var token_endpoint: String
+        var userinfo_endpoint: String
+        var jwks_uri: String
+        var end_session_endpoint: String
+        var revocation_endpoint: String
+        var scopes_supported: [String]
+        var response_types_supported = ["code"]
+        var response_modes_supported = ["query"]
+        var grant_types_supported = ["authorization_code", "refresh_token"]
+        var code_challenge_methods_supported = ["S256"]
+        var subject_types_supported = ["public"]
+        var id_token_signing_alg_values_supported = ["ES256"]
+        var token_endpoint_auth_methods_supported = ["client_secret_basic", "client_secret_post", "none"]
+        var revocation_endpoint_auth_methods_supported = ["client_secret_basic", "client_secret_post", "none"]
+        var claims_supported = [
+            "iss", "aud", "sub", "exp", "iat", "auth_time", "nonce", "amr", "azp", "sid", "at_hash", "email",
+            "email_verified", "is_private_email", "name", "given_name", "family_name",
+        ]
+        var prompt_values_supported = ["none", "login"]
+        var authorization_response_iss_parameter_supported = true
+        var claims_parameter_supported = false
+        var request_parameter_supported = false
+        var request_uri_parameter_supported = false
+    }
+
+    var discoveryDocument: Discovery {
+        let base = configuration.publicBaseURL
+        return Discovery(
+            issuer: issuerURL,
+            authorization_endpoint: base + "/oauth/authorize",
+            token_endpoint: base + "/oauth/token",
+            userinfo_endpoint: base + "/oauth/userinfo",
+            jwks_uri: base + "/.well-known/jwks.json",
+            end_session_endpoint: base + "/oauth/logout",
+            revocation_endpoint: base + "/oauth/revoke",
+            scopes_supported: OpenIDConfiguration.supportedScopes
+        )
+    }
+
+    @Sendable func discovery(_ request: Request, context: SiwaRequestContext) async throws -> Response {
+        Response(
+            status: .ok,
+            headers: [
+                .contentType: "application/json", .cacheControl: "public, max-age=300",
+                .accessControlAllowOrigin: "*",
+            ],
+            body: .init(byteBuffer: ByteBuffer(bytes: try Self.json(discoveryDocument)))
+        )
+    }
+
+    // MARK: Claims
+
+    /// The user's claims that `scope` grants (OpenID Connect Core §5.4): `email` gives `email`, `email_verified`
+    /// and `is_private_email`; `profile` gives `name`, `given_name` and `family_name` when known.
+    static func userClaims(_ user: UserRecord, scope: Set<String>) -> [String: ClaimValue] {
+        var claims: [String: ClaimValue] = ["sub": .string(user.id.description)]
+        if scope.contains("email"), let email = user.email {
+            claims["email"] = .string(email)
+            claims["email_verified"] = .bool(user.emailVerified)
+            claims["is_private_email"] = .bool(user.isPrivateEmail)
+        }
+        if scope.contains("profile") {
+            if let name = user.fullName { claims["name"] = .string(name) }
+            if let given = user.givenName { claims["given_name"] = .string(given) }
+            if let family = user.familyName { claims["family_name"] = .string(family) }
+        }
+        return claims
+    }
+
+    /// A claim's value, as JSON.
+    enum ClaimValue: Encodable, Equatable {
+        case string(String)
+        case bool(Bool)
+        case integer(Int64)
+        case strings([String])
+
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.singleValueContainer()
+            switch self {
+            case .string(let value): try container.encode(value)
+            case .bool(let value): try container.encode(value)
+            case .integer(let value): try container.encode(value)
+            case .strings(let value): try container.encode(value)
+            }
+        }
+    }
+
+    /// An ID token (OpenID Connect Core §2) for `user`, signed like the access tokens: `iss`, `aud` and `azp` the
+    /// client, `sub` the siwa user id, `iat`, `exp` (the access token's lifetime), `auth_time`, `nonce` when the
+    /// request had one, `amr` `["apple"]`, `sid` the relying party's session, `at_hash`, and the scope's claims.
+    func idToken(
+        user: UserRecord,
+        clientID: String,
+        scope: Set<String>,
+        nonce: String?,
+        authTime: Date?,
+        sessionID: SessionID,
+        accessToken: String
+    ) throws -> String {
+        let now = Int64(clock.now.timeIntervalSince1970)
+        var claims = Self.userClaims(user, scope: scope)
+        claims["iss"] = .string(issuerURL)
+        claims["aud"] = .string(clientID)
+        claims["azp"] = .string(clientID)
+        claims["iat"] = .integer(now)
+        claims["exp"] = .integer(now + Int64(configuration.accessTokenLifetime))
+        if let authTime { claims["auth_time"] = .integer(Int64(authTime.timeIntervalSince1970)) }
+        if let nonce { claims["nonce"] = .string(nonce) }
+        claims["amr"] = .strings(["apple"])
+        claims["sid"] = .string(sessionID.description)
+        // at_hash: the left half of the access token's SHA-256, base64url (§3.1.3.6).
+        let digest = Array(SHA256.hash(data: Array(accessToken.utf8)))
+        claims["at_hash"] = .string(Base64URL.encode(digest.prefix(16)))
+        return try issuer.sign(try Self.json(claims))
+    }
+
+    // MARK: Helpers
+
+    static func json(_ value: some Encodable) throws -> [UInt8] {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return Array(try encoder.encode(value))
+    }
+
+    /// A JSON answer that no cache keeps (token and userinfo answers).
+    static func noStore(_ value: some Encodable) throws -> Response {
+        Response(
+            status: .ok,
+            headers: [
+                .contentType: "application/json; charset=utf-8", .cacheControl: "no-store",
+                HTTPField.Name("Pragma")!: "no-cache",
+            ],
+            body: .init(byteBuffer: ByteBuffer(bytes: try json(value)))
+        )
+    }
+
+    /// The scope values of a space-separated `scope`.
+    static func scopeSet(_ scope: String) -> Set<String> {
+        Set(scope.split(separator: " ").map(String.init))
+    }
+
+    /// A scope in the canonical order of ``OpenIDConfiguration/supportedScopes``.
+    static func scopeString(_ scope: Set<String>) -> String {
+        OpenIDConfiguration.supportedScopes.filter(scope.contains).joined(separator: " ")
+    }
+
+    /// The SHA-256 of a code (the store keeps only that).
+    static func hash(_ code: String) -> [UInt8] {
+        Array(SHA256.hash(data: Array(code.utf8)))
+    }
+
+    /// The channel of a relying party's sessions, for the console and the audit log.
+    static func channel(_ clientID: String) -> SignInChannel {
+        SignInChannel(rawValue: "oidc:" + clientID)
+    }
+}
