@@ -292,6 +292,8 @@ let package = Package(
                 "AuthServer",
                 "SiwaCLI",
                 "SiwaTesting",
+                "SiwaTokenVerifier",
+                "SiwaTokenVerifierAsyncHTTPClient",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Hummingbird", package: "hummingbird"),

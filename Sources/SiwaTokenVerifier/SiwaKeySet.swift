@@ -48,8 +48,9 @@ actor SiwaKeySet {
     func key(_ kid: String, now: Date) async throws(SiwaTokenError) -> P256.Signing.PublicKey {
         let known = keys[kid]
         if let known, let fetchedAt, now.timeIntervalSince(fetchedAt) < maximumAge { return known }
+        // A fetch already running is waited for (it may bring the key); else a new one, unless the last was too recent.
         let mayFetch = attemptedAt.map { now.timeIntervalSince($0) >= minimumRefetchInterval } ?? true
-        if mayFetch || known != nil {
+        if inFlight != nil || mayFetch || known != nil {
             do {
                 try await refresh(now: now)
             } catch {

@@ -1,0 +1,48 @@
+import AuthServer
+import Foundation
+import SiwaTokenVerifier
+import SiwaTokenVerifierAsyncHTTPClient
+import Testing
+
+/// The token verifier for other Swift services against siwa itself, from its issuer URL alone (discovery, then the
+/// key set): siwa's own access tokens, and those its OpenID provider issues to another app (with `client_id` and
+/// `scope`).
+@Suite("SiwaTokenVerifier against siwa")
+struct SiwaTokenVerifierServerTests {
+    @Test func siwasAccessTokensVerifyFromTheIssuerURLAlone() async throws {
+        try await ServerHarness.run(configuration: RelyingParty.configuration(), web: true) { harness in
+            let verifier = SiwaTokenVerifier(
+                issuer: harness.serverURL,
+                audience: "siwa",
+                transport: AsyncHTTPClientKeyTransport()
+            )
+            let answer = try await harness.signIn("verified@example.com")
+            let access = try #require(answer.json["accessToken"] as? String)
+            let claims = try await verifier.verify(access)
+            #expect(claims.subject == answer.json.user["id"] as? String)
+            #expect(claims.sessionID == (try AdminAPITests.sessionID(access)))
+            #expect(claims.issuer == harness.serverURL)
+            #expect(claims.clientID == nil)
+
+            // An access token the OpenID provider issued to relying party A.
+            let pkce = PKCE()
+            let (query, _, _) = try await harness.openIDSignIn(
+                ServerHarness.authorizePath(.a, pkce: pkce),
+                email: "rp-verified@example.com"
+            )
+            let tokens = try await harness.redeem(try #require(query["code"]), .a, verifier: pkce.verifier)
+            let rpAccess = try #require(tokens.json["access_token"] as? String)
+            let rpClaims = try await verifier.verify(rpAccess)
+            #expect(rpClaims.clientID == RelyingParty.a.id)
+            #expect(rpClaims.scopes.contains("openid"))
+
+            // Another issuer's verifier refuses siwa's tokens: discovery names siwa, not it.
+            let impostor = SiwaTokenVerifier(
+                issuer: harness.serverURL + "/elsewhere",
+                audience: "siwa",
+                transport: AsyncHTTPClientKeyTransport()
+            )
+            await #expect(throws: SiwaTokenError.self) { try await impostor.verify(access) }
+        }
+    }
+}
