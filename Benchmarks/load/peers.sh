@@ -1,0 +1,154 @@
+#!/usr/bin/env bash
+# siwa against its peer and its floor, in one run (issue 21). Starts the Apple ID emulator, siwa (SQLite; also
+# PostgreSQL with DATABASES="sqlite postgres") and the Vapor 4 tutorial's server (Benchmarks/peer-vapor) twice: with
+# SQLite's defaults, and with WAL and synchronous=NORMAL. Mints genuine identity tokens for USERS returning users,
+# signs each in once everywhere, then runs wrk against every target, alternating A B C ... for ROUNDS rounds:
+#
+#   sign-in  siwa POST /auth/apple/native | siwa POST /api/auth/siwa (the tutorial's contract) | peer POST /api/auth/siwa
+#   me       siwa GET /api/me, one token (the verified-token cache) and DISTINCT tokens (each verified again) |
+#            siwa GET /api/users/me (the contract's opaque token, a database lookup) | peer GET /api/users/me
+#   refresh  siwa POST /auth/refresh;   baseline  siwa GET /healthz
+#
+# Server CPU per request comes from /proc (utime + stime of the server process over the run, divided by the requests
+# wrk completed). Then the floor benchmark (Benchmarks/floor, one core) and the report: medians, ranges, p99, the
+# ratios siwa / peer, each route's share of /healthz, and siwa's CPU against the floor. Loopback only; every run is
+# bounded (DURATION seconds, CONNECTIONS connections).
+#
+#   Benchmarks/load/peers.sh
+#   DURATION=5 ROUNDS=3 SIWA_BINARY=/tmp/siwa PEER_BINARY=/tmp/peer Benchmarks/load/peers.sh
+set -euo pipefail
+DURATION=${DURATION:-10}
+CONNECTIONS=${CONNECTIONS:-64}
+THREADS=${THREADS:-2}
+ROUNDS=${ROUNDS:-3}
+USERS=${USERS:-200}
+DISTINCT=${DISTINCT:-20000}
+DATABASES=${DATABASES:-sqlite}
+SERVER_PORT=${SERVER_PORT:-18080}
+PG_SERVER_PORT=${PG_SERVER_PORT:-18083}
+PEER_PORT=${PEER_PORT:-18081}
+PEER_WAL_PORT=${PEER_WAL_PORT:-18082}
+EMULATOR_PORT=${EMULATOR_PORT:-19090}
+BUNDLE=com.example.siwa.demo
+
+if [[ " $DATABASES " == *" postgres "* ]] && [ -z "${SIWA_TEST_POSTGRES_URL:-}" ]; then
+  exec "$(dirname "$0")/../../scripts/with-postgres" "$0" "$@"
+fi
+source "$(dirname "$0")/common.sh"
+need wrk
+need python3
+dpkg -s libsqlite3-dev >/dev/null 2>&1 || { apt-get update >/dev/null && apt-get install -y libsqlite3-dev >/dev/null; }
+
+if [ -n "${PEER_BINARY:-}" ]; then
+  PEER="$PEER_BINARY"
+else
+  (cd Benchmarks/peer-vapor && swift build -c release >/dev/null)
+  PEER="$ROOT/Benchmarks/peer-vapor/.build/release/VaporTutorialPeer"
+fi
+if [ -n "${FLOOR_BINARY:-}" ]; then
+  FLOOR="$FLOOR_BINARY"
+else
+  (cd Benchmarks/floor && swift build -c release >/dev/null)
+  FLOOR="$ROOT/Benchmarks/floor/.build/release/siwa-floor"
+fi
+
+start_emulator "$EMULATOR_PORT" --server-url "http://127.0.0.1:$SERVER_PORT"
+
+declare -A PID_OF PORT_OF
+start_siwa() { # name database port
+  server_environment "$2" "$3" "$WORK/$1.sqlite"
+  (cd "$WORK" && exec env "${SERVER_ENV[@]}" SIWA_COMPAT=vapor "$SIWA" serve >"$WORK/$1.log" 2>&1) &
+  PIDS+=($!)
+  PID_OF[$1]=$!
+  PORT_OF[$1]=$3
+  wait_for "http://127.0.0.1:$3/healthz"
+}
+start_peer() { # name port wal
+  (cd "$WORK" && exec env PEER_PORT="$2" PEER_DATABASE="$WORK/$1.sqlite" PEER_SQLITE_WAL="$3" PEER_BUNDLE_ID=$BUNDLE \
+    PEER_APPLE_KEYS_URL="http://127.0.0.1:$EMULATOR_PORT/auth/keys" "$PEER" serve --env production \
+    >"$WORK/$1.log" 2>&1) &
+  PIDS+=($!)
+  PID_OF[$1]=$!
+  PORT_OF[$1]=$2
+  for _ in $(seq 1 300); do
+    curl -s -o /dev/null "http://127.0.0.1:$2/api/users/me" && return 0
+    sleep 0.1
+  done
+  echo "the peer $1 did not start: $(tail -5 "$WORK/$1.log")" >&2
+  exit 1
+}
+
+start_siwa siwa sqlite "$SERVER_PORT"
+SIWAS=(siwa)
+if [[ " $DATABASES " == *" postgres "* ]]; then
+  start_siwa siwa-pg postgres "$PG_SERVER_PORT"
+  SIWAS+=(siwa-pg)
+fi
+start_peer peer "$PEER_PORT" 0
+start_peer peer-wal "$PEER_WAL_PORT" 1
+
+# Genuine identity tokens of USERS users (valid for an hour); each user signs in once everywhere first, so that every
+# measured sign-in is a returning user's.
+python3 Benchmarks/load/tokens.py "$EMULATOR_PORT" "$USERS" peer $BUNDLE >"$WORK/identity-tokens"
+for name in "${SIWAS[@]}"; do
+  python3 Benchmarks/load/sign_in_all.py "${PORT_OF[$name]}" /auth/apple/native identityToken accessToken \
+    "$WORK/identity-tokens" >"$WORK/$name-access"
+  head -1 "$WORK/$name-access" >"$WORK/$name-access-one"
+  python3 Benchmarks/load/sign_in_all.py "${PORT_OF[$name]}" /api/auth/siwa appleIdentityToken accessToken \
+    "$WORK/identity-tokens" >"$WORK/$name-contract"
+done
+python3 Benchmarks/load/sign_in_all.py "${PORT_OF[siwa]}" /auth/apple/native identityToken accessToken \
+  "$WORK/identity-tokens" $((DISTINCT / USERS)) >"$WORK/siwa-access-many"
+for name in peer peer-wal; do
+  python3 Benchmarks/load/sign_in_all.py "${PORT_OF[$name]}" /api/auth/siwa appleIdentityToken accessToken \
+    "$WORK/identity-tokens" >"$WORK/$name-bearer"
+done
+
+ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+HZ=$(getconf CLK_TCK)
+RESULTS="$WORK/results"
+: >"$RESULTS"
+run() { # label target path mode tokens-file
+  local label=$1 target=$2 path=$3 mode=$4 tokens=$5 before after out script=Benchmarks/load/cycle.lua
+  [ "$mode" = refresh ] && script=Benchmarks/load/refresh.lua
+  [ "$mode" = none ] && script=""
+  before=$(ticks "${PID_OF[$target]}")
+  out=$(PEER_TOKENS="$tokens" PEER_MODE="$mode" SIWA_REFRESH_TOKENS="$tokens" SIWA_WRK_THREADS="$THREADS" \
+    wrk -t"$THREADS" -c"$CONNECTIONS" -d"${DURATION}s" --latency ${script:+-s "$script"} \
+    "http://127.0.0.1:${PORT_OF[$target]}$path")
+  after=$(ticks "${PID_OF[$target]}")
+  echo "$out" | awk -v label="$label" -v ticks=$((after - before)) -v hz="$HZ" '
+    / requests in / { requests = $1 }
+    /Requests\/sec/ { rps = $2 }
+    $1 == "99%" { p99 = $2; if (p99 ~ /us$/) p99 = p99 / 1000; else if (p99 ~ /ms$/) p99 = p99 + 0; else p99 = p99 * 1000 }
+    /Non-2xx/ { errors = $5 }
+    END { printf "%s %s %.1f %.2f %d\n", label, rps, requests ? ticks * 1e6 / hz / requests : 0, p99, errors + 0 }' \
+    | tee -a "$RESULTS"
+}
+
+echo "label req/s cpu-us-per-request p99-ms non-2xx"
+for round in $(seq 1 "$ROUNDS"); do
+  echo "== round $round of $ROUNDS"
+  run "healthz:siwa" siwa /healthz none ""
+  for name in "${SIWAS[@]}"; do
+    run "sign-in:$name-native" "$name" /auth/apple/native native "$WORK/identity-tokens"
+  done
+  run "sign-in:siwa-contract" siwa /api/auth/siwa vapor "$WORK/identity-tokens"
+  run "sign-in:peer" peer /api/auth/siwa vapor "$WORK/identity-tokens"
+  run "sign-in:peer-wal" peer-wal /api/auth/siwa vapor "$WORK/identity-tokens"
+  run "me:siwa-api-me-one-token" siwa /api/me bearer "$WORK/siwa-access-one"
+  run "me:siwa-api-me-distinct" siwa /api/me bearer "$WORK/siwa-access-many"
+  run "me:siwa-contract" siwa /api/users/me bearer "$WORK/siwa-contract"
+  run "me:peer" peer /api/users/me bearer "$WORK/peer-bearer"
+  run "me:peer-wal" peer-wal /api/users/me bearer "$WORK/peer-wal-bearer"
+  for name in "${SIWAS[@]}"; do
+    # Fresh sessions each round (refresh tokens rotate: a token from an earlier round would be reuse).
+    python3 Benchmarks/load/sign_in_all.py "${PORT_OF[$name]}" /auth/apple/native identityToken refreshToken \
+      "$WORK/identity-tokens" $((CONNECTIONS * 8 / USERS + 1)) >"$WORK/$name-refresh-$round"
+    run "refresh:$name" "$name" /auth/refresh refresh "$WORK/$name-refresh-$round"
+  done
+done
+
+echo "== floor (one core)"
+taskset -c 0 "$FLOOR" "$WORK/floor" | tee "$WORK/floor.json"
+python3 Benchmarks/load/peers_report.py "$RESULTS" "$WORK/floor.json" "$(nproc) cores, $(uname -m), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
