@@ -582,13 +582,9 @@ enum OpenAPIDocument {
           {
             "name": "style",
             "in": "query",
-            "description": "The button's style.",
+            "description": "The button's style: `black` (the default), `white` or `white-outline`; any other value is `black`.",
             "schema": {
-              "enum": [
-                "black",
-                "white",
-                "white-outline"
-              ]
+              "type": "string"
             }
           },
           {
@@ -1254,10 +1250,10 @@ enum OpenAPIDocument {
         "description": "Console pages answer an admin's session (cookie or bearer). No session: 303 through the web sign-in (`/auth/apple/authorize?returnUrl=...`); not an admin or a refused session: an HTML refusal page.",
         "security": [
           {
-            "sessionCookie": []
+            "adminBearer": []
           },
           {
-            "adminBearer": []
+            "sessionCookie": []
           },
           {}
         ],
@@ -1289,10 +1285,10 @@ enum OpenAPIDocument {
         "summary": "Console: find accounts",
         "security": [
           {
-            "sessionCookie": []
+            "adminBearer": []
           },
           {
-            "adminBearer": []
+            "sessionCookie": []
           },
           {}
         ],
@@ -1340,10 +1336,10 @@ enum OpenAPIDocument {
         "summary": "Console: an account with its sessions and action forms",
         "security": [
           {
-            "sessionCookie": []
+            "adminBearer": []
           },
           {
-            "adminBearer": []
+            "sessionCookie": []
           },
           {}
         ],
@@ -1398,10 +1394,10 @@ enum OpenAPIDocument {
         "description": "CSRF-checked (Origin or Referer of this site) and the form's `token` must be this session's; `confirm=yes`. Done: 303 back to the account (or, after `delete`, to the list).",
         "security": [
           {
-            "sessionCookie": []
+            "adminBearer": []
           },
           {
-            "adminBearer": []
+            "sessionCookie": []
           },
           {}
         ],
@@ -1492,10 +1488,10 @@ enum OpenAPIDocument {
         "summary": "Console: the audit log",
         "security": [
           {
-            "sessionCookie": []
+            "adminBearer": []
           },
           {
-            "adminBearer": []
+            "sessionCookie": []
           },
           {}
         ],
@@ -2751,12 +2747,9 @@ enum OpenAPIDocument {
             "name": "style",
             "in": "query",
             "schema": {
-              "enum": [
-                "black",
-                "white",
-                "white-outline"
-              ]
-            }
+              "type": "string"
+            },
+            "description": "The button's style: `black` (the default), `white` or `white-outline`; any other value is `black`."
           },
           {
             "name": "cancelled",
@@ -3960,38 +3953,23 @@ enum OpenAPIDocument {
       },
       "ServiceStackAuthenticate": {
         "type": "object",
-        "description": "ServiceStack's `Authenticate` request. Names match case-insensitively (`AccessToken`, `accessToken`); `meta` may be an object or its JSON text. No `provider`: the current session; `logout`: ends it.",
+        "description": "ServiceStack's `Authenticate` request. Names match case-insensitively (`AccessToken`, `accessToken`); `meta` may be an object or its JSON text. No `provider`: the current session; `logout`: ends it. ServiceStack binds fields loosely: a string, number or boolean is read as its text; any other value counts as absent.",
         "properties": {
           "provider": {
-            "type": "string",
             "description": "`apple` or `logout`."
           },
           "accessToken": {
-            "type": "string",
             "description": "Apple's identity token."
           },
-          "authorizationCode": {
-            "type": "string"
-          },
-          "nonce": {
-            "type": "string"
-          },
-          "givenName": {
-            "type": "string"
-          },
-          "familyName": {
-            "type": "string"
-          },
+          "authorizationCode": {},
+          "nonce": {},
+          "givenName": {},
+          "familyName": {},
           "useTokenCookie": {
-            "type": "boolean",
-            "description": "Also set `ss-tok` and `ss-reftok`."
+            "description": "`true` or `1`: also set `ss-tok` and `ss-reftok`; anything else: no."
           },
           "meta": {
-            "description": "`authorizationCode`, `nonce`, `givenName`, `familyName`, as an object or JSON text.",
-            "type": [
-              "object",
-              "string"
-            ]
+            "description": "`authorizationCode`, `nonce`, `givenName`, `familyName`, as an object or JSON text."
           }
         }
       },
@@ -4052,13 +4030,13 @@ enum OpenAPIDocument {
         "type": "object",
         "properties": {
           "refreshToken": {
-            "type": "string",
             "description": "Or the `ss-reftok` cookie."
           },
           "useTokenCookie": {
-            "type": "boolean"
+            "description": "`true` or `1`: also set `ss-tok`."
           }
-        }
+        },
+        "description": "ServiceStack binds fields loosely: a string, number or boolean is read as its text; any other value counts as absent."
       },
       "ServiceStackAccessToken": {
         "type": "object",
@@ -4087,10 +4065,9 @@ enum OpenAPIDocument {
       "ServiceStackHelloRequest": {
         "type": "object",
         "properties": {
-          "name": {
-            "type": "string"
-          }
-        }
+          "name": {}
+        },
+        "description": "ServiceStack binds fields loosely: a string, number or boolean is read as its text; any other value counts as absent."
       },
       "ServiceStackUsers": {
         "type": "object",

@@ -51,6 +51,7 @@ struct OpenAPIConformanceTests {
             #expect(try await store.grantAdmin(AdminSubject(adminID), by: .system, now: harness.clock.now))
             let ending = try await Self.signIn(harness, "ending@example.com")
             let vapor = try await Self.vaporTutorialToken(harness, "vapor@example.com")
+            let credentials = try await Self.credentials(harness)
             let tokens = [
                 "SIWA_SCHEMATHESIS_USER_TOKEN": user.accessToken,
                 "SIWA_SCHEMATHESIS_ADMIN_TOKEN": admin.accessToken,
@@ -59,7 +60,8 @@ struct OpenAPIConformanceTests {
             let everyOther = try await Self.run(
                 harness,
                 filters: Self.ending.flatMap { ["--exclude-operation-id", $0] },
-                tokens: tokens
+                tokens: tokens,
+                credentials: credentials
             )
             #expect(everyOther.passed, "schemathesis, every operation but those ending sessions:\n\(everyOther.log)")
             var endingTokens = tokens
@@ -67,7 +69,8 @@ struct OpenAPIConformanceTests {
             let endingOnes = try await Self.run(
                 harness,
                 filters: Self.ending.flatMap { ["--include-operation-id", $0] },
-                tokens: endingTokens
+                tokens: endingTokens,
+                credentials: credentials
             )
             #expect(endingOnes.passed, "schemathesis, the operations that end sessions:\n\(endingOnes.log)")
         }
@@ -95,23 +98,69 @@ struct OpenAPIConformanceTests {
         return try #require(answer.json["accessToken"] as? String)
     }
 
-    /// Runs `schemathesis run` against the harness's server with the document it serves.
+    /// Real credentials for schemathesis to use among the values it generates (the settings' `dictionaries`): fresh
+    /// identity tokens from the emulator (each opens a few sessions, then is refused as replayed) and refresh tokens
+    /// of siwa's own sessions and of the contracts (each valid on its own contract only).
+    static func credentials(
+        _ harness: ServerHarness
+    ) async throws -> (identityTokens: [String], refreshTokens: [String]) {
+        var identityTokens: [String] = []
+        for index in 0..<6 {
+            let credential = try await harness.appleCredential("generated\(index)@example.com", givenName: "Gen")
+            identityTokens.append(try #require(credential["identityToken"] as? String))
+        }
+        var refreshTokens: [String] = []
+        for index in 0..<2 {
+            let signedIn = try await harness.signIn("refresh\(index)@example.com")
+            refreshTokens.append(try #require(signedIn.json["refreshToken"] as? String))
+        }
+        let rentManager = try await harness.appleCredential("rentmanager@example.com")
+        let rentManagerSignIn = try await harness.call(
+            .post,
+            "/api/auth/apple",
+            json: ["identityToken": try #require(rentManager["identityToken"] as? String)]
+        )
+        refreshTokens.append(try #require(rentManagerSignIn.json["refreshToken"] as? String))
+        let serviceStack = try await harness.appleCredential("servicestack@example.com")
+        let serviceStackSignIn = try await harness.call(
+            .post,
+            "/api/Authenticate",
+            json: ["provider": "apple", "accessToken": try #require(serviceStack["identityToken"] as? String)]
+        )
+        refreshTokens.append(try #require(serviceStackSignIn.json["refreshToken"] as? String))
+        return (identityTokens, refreshTokens)
+    }
+
+    /// Runs `schemathesis run` against the harness's server with the document it serves, from a folder holding a copy
+    /// of the settings and the credentials' dictionary files.
     static func run(
         _ harness: ServerHarness,
         filters: [String],
-        tokens: [String: String]
+        tokens: [String: String],
+        credentials: (identityTokens: [String], refreshTokens: [String])
     ) async throws -> (passed: Bool, log: String) {
         let executable = try #require(schemathesis)
         let server = harness.serverURL
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("siwa-schemathesis-\(UUID())")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
+        let settingsCopy = folder.appendingPathComponent("schemathesis.toml")
+        try FileManager.default.copyItem(at: URL(fileURLWithPath: settings), to: settingsCopy)
+        for (name, values) in [
+            ("identity-tokens", credentials.identityTokens), ("refresh-tokens", credentials.refreshTokens),
+        ] {
+            // libFuzzer's dictionary format: one quoted value a line (tokens hold no quote or backslash).
+            let lines = values.map { "\"\($0)\"\n" }.joined()
+            try Data(lines.utf8).write(to: folder.appendingPathComponent("\(name).dict"))
+        }
         var environment = ProcessInfo.processInfo.environment
         environment.merge(tokens) { _, new in new }
         environment["NO_COLOR"] = "1"
         let (status, out, err) = try await runChildProcess(
             executable,
-            arguments: ["--config-file", settings, "run", "\(server)/openapi.json", "--url", server, "--no-color"]
+            arguments: [
+                "--config-file", settingsCopy.path, "run", "\(server)/openapi.json", "--url", server, "--no-color",
+            ]
                 + filters,
             environment: environment,
             directory: folder.path
