@@ -233,6 +233,9 @@ struct ServiceStackController: Sendable {
             )
         } catch let error as AuthServerError {
             return ServiceStackError(error).response
+        } catch {
+            // The database unreachable: 503 in ServiceStack's shape too.
+            return ServiceStackError(AuthServerError.unexpected(error)).response
         }
     }
 
