@@ -41,6 +41,10 @@ enum OpenAPIDocument {
       "description": "The operator console (HTML pages under /admin) and the admin API (/admin/api/, bearer only), for accounts with the admin role."
     },
     {
+      "name": "oidc",
+      "description": "The OpenID Connect provider for other apps: discovery (`/.well-known/openid-configuration`) and `/oauth/*` (being added)."
+    },
+    {
       "name": "compat-servicestack",
       "description": "ServiceStack's Sign in with Apple tutorial's contract (SIWA_COMPAT includes servicestack)."
     },

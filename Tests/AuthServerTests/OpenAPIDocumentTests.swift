@@ -25,7 +25,8 @@ struct OpenAPIDocumentTests {
 
     /// The tags an operation may carry: the route's part of siwa (and, for a client contract, which one).
     static let tags: Set<String> = [
-        "canonical", "web", "lifecycle", "admin", "compat-servicestack", "compat-vapor-tutorial", "compat-rentmanager",
+        "canonical", "web", "lifecycle", "admin", "oidc", "compat-servicestack", "compat-vapor-tutorial",
+        "compat-rentmanager",
     ]
 
     /// Every feature that configuration can turn on, on: the client contracts, metrics, web sign-in (the Services
@@ -90,8 +91,9 @@ struct OpenAPIDocumentTests {
 
     @Test func theEmbeddedDocumentIsTheOneInTheRepository() throws {
         let file = try String(contentsOfFile: Self.documentPath, encoding: .utf8)
+        let same = OpenAPIDocument.json + "\n" == file  // compared apart: a failure should not print both documents
         #expect(
-            OpenAPIDocument.json + "\n" == file,
+            same,
             "Sources/AuthServer/OpenAPIDocument.swift is not docs/openapi.json: run scripts/generate-openapi-source"
         )
     }
@@ -110,9 +112,9 @@ struct OpenAPIDocumentTests {
             let response = try await client.execute(uri: "/openapi.json", method: .get)
             #expect(response.status == .ok)
             #expect(response.headers[.contentType] == "application/vnd.oai.openapi+json")
-            #expect(
-                String(buffer: response.body) + "\n" == (try String(contentsOfFile: Self.documentPath, encoding: .utf8))
-            )
+            let file = try String(contentsOfFile: Self.documentPath, encoding: .utf8)
+            let same = String(buffer: response.body) + "\n" == file
+            #expect(same, "GET /openapi.json is not docs/openapi.json")
         }
     }
 
@@ -123,6 +125,10 @@ struct OpenAPIDocumentTests {
         #expect(document["openapi"] as? String == "3.1.0")
         #expect((document["info"] as? [String: Any])?["version"] as? String == SiwaVersion.current)
         let paths = try #require(document["paths"] as? [String: [String: Any]])
+        let components = try #require(document["components"] as? [String: Any])
+        let schemes = Set((components["securitySchemes"] as? [String: Any] ?? [:]).keys)
+        let declaredTags = Set((document["tags"] as? [[String: Any]] ?? []).compactMap { $0["name"] as? String })
+        #expect(declaredTags == Self.tags, "the document's tags are the parts'")
         var operationIDs: [String] = []
         for (path, item) in paths {
             for method in Self.methods {
@@ -135,6 +141,9 @@ struct OpenAPIDocumentTests {
                 if let tag = tags.first, tag.hasPrefix("compat-") {
                     #expect(operation["x-siwa-contract"] is String, "\(label) does not name its contract")
                     #expect(operation["x-siwa-condition"] is String, "\(label) does not say when it is on")
+                }
+                for requirement in operation["security"] as? [[String: Any]] ?? [] {
+                    #expect(Set(requirement.keys).isSubset(of: schemes), "\(label): an unknown security scheme")
                 }
                 let responses = try #require(operation["responses"] as? [String: Any], "\(label) has no responses")
                 #expect(!responses.isEmpty, "\(label) has no responses")
