@@ -50,12 +50,14 @@ struct OpenAPIConformanceTests {
             let adminID = try #require(UserID(admin.userID))
             #expect(try await store.grantAdmin(AdminSubject(adminID), by: .system, now: harness.clock.now))
             let ending = try await Self.signIn(harness, "ending@example.com")
+            let cookieAdmin = try await Self.signIn(harness, "admin@example.com")
             let vapor = try await Self.vaporTutorialToken(harness, "vapor@example.com")
             let credentials = try await Self.credentials(harness)
             let tokens = [
                 "SIWA_SCHEMATHESIS_USER_TOKEN": user.accessToken,
                 "SIWA_SCHEMATHESIS_ADMIN_TOKEN": admin.accessToken,
                 "SIWA_SCHEMATHESIS_VAPOR_TOKEN": vapor,
+                "SIWA_SCHEMATHESIS_COOKIE_TOKEN": user.accessToken,
             ]
             let everyOther = try await Self.run(
                 harness,
@@ -77,6 +79,19 @@ struct OpenAPIConformanceTests {
             )
             #expect(endingOnes.status == 0, "schemathesis, the operations that end sessions:\n\(endingOnes.log)")
 
+            // As a browser: the session cookies only (an admin's), so every operation that takes one is called with
+            // it, and those that change state meet the CSRF check (no Origin).
+            var cookieTokens = tokens
+            cookieTokens["SIWA_SCHEMATHESIS_COOKIE_TOKEN"] = cookieAdmin.accessToken
+            let cookies = try await Self.run(
+                harness,
+                filters: ["--max-examples", "4"],
+                tokens: cookieTokens,
+                credentials: credentials,
+                pass: .cookiesOnly
+            )
+            #expect(cookies.status == 0, "schemathesis, with session cookies only:\n\(cookies.log)")
+
             // The database down: every operation, now allowed its documented 503, still answers as the document says.
             await store.setUnavailable(true)
             let outage = try await Self.run(
@@ -84,10 +99,46 @@ struct OpenAPIConformanceTests {
                 filters: ["--max-examples", "4"],
                 tokens: tokens,
                 credentials: credentials,
-                databaseDown: true
+                pass: .databaseDown
             )
             await store.setUnavailable(false)
             #expect(outage.status == 0, "schemathesis, with the database down:\n\(outage.log)")
+        }
+    }
+
+    /// How a run differs from the settings file.
+    enum Pass {
+        /// As the file says.
+        case asWritten
+        /// Without the bearer schemes' credentials: the cookie schemes are the only credentials.
+        case cookiesOnly
+        /// 503 `database_unavailable` is the one server error the document allows, and only while the database cannot
+        /// be reached.
+        case databaseDown
+
+        func settings(_ text: String) -> String {
+            switch self {
+            case .asWritten:
+                return text
+            case .cookiesOnly:
+                var text = text
+                for scheme in ["bearer", "adminBearer", "vaporTutorialToken"] {
+                    let section = try? Regex("\\[auth\\.openapi\\.\(scheme)\\]\\nbearer = [^\\n]*\\n")
+                    guard let section, text.contains(section) else {
+                        Issue.record("schemathesis.toml has no [auth.openapi.\(scheme)] section to leave out")
+                        continue
+                    }
+                    text.replace(section, with: "")
+                }
+                return text
+            case .databaseDown:
+                let check = "[checks.not_a_server_error]\nenabled = true\n"
+                #expect(text.contains(check))
+                return text.replacingOccurrences(
+                    of: check,
+                    with: check + "expected-statuses = [\"2XX\", \"3XX\", \"4XX\", 503]\n"
+                )
+            }
         }
     }
 
@@ -153,7 +204,7 @@ struct OpenAPIConformanceTests {
         filters: [String],
         tokens: [String: String],
         credentials: (identityTokens: [String], refreshTokens: [String]),
-        databaseDown: Bool = false
+        pass: Pass = .asWritten
     ) async throws -> (status: Int32, log: String) {
         let executable = try #require(schemathesis)
         let server = harness.serverURL
@@ -161,17 +212,7 @@ struct OpenAPIConformanceTests {
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
         let settingsCopy = folder.appendingPathComponent("schemathesis.toml")
-        var settingsText = try String(contentsOfFile: settings, encoding: .utf8)
-        if databaseDown {
-            // 503 `database_unavailable` is the one server error the document allows, and only while the database
-            // cannot be reached.
-            let check = "[checks.not_a_server_error]\nenabled = true\n"
-            #expect(settingsText.contains(check))
-            settingsText = settingsText.replacingOccurrences(
-                of: check,
-                with: check + "expected-statuses = [\"2XX\", \"3XX\", \"4XX\", 503]\n"
-            )
-        }
+        let settingsText = pass.settings(try String(contentsOfFile: settings, encoding: .utf8))
         try Data(settingsText.utf8).write(to: settingsCopy)
         for (name, values) in [
             ("identity-tokens", credentials.identityTokens), ("refresh-tokens", credentials.refreshTokens),
