@@ -768,6 +768,7 @@ enum OpenAPIDocument {
         "tags": [
           "admin"
         ],
+        "x-siwa-condition": "always registered; answers only an account with the admin role (SIWA_ADMIN_USERS or `siwa users grant-admin`)",
         "summary": "Find accounts",
         "security": [
           {
@@ -822,6 +823,7 @@ enum OpenAPIDocument {
         "tags": [
           "admin"
         ],
+        "x-siwa-condition": "always registered; answers only an account with the admin role (SIWA_ADMIN_USERS or `siwa users grant-admin`)",
         "summary": "An account",
         "security": [
           {
@@ -866,6 +868,7 @@ enum OpenAPIDocument {
         "tags": [
           "admin"
         ],
+        "x-siwa-condition": "always registered; answers only an account with the admin role (SIWA_ADMIN_USERS or `siwa users grant-admin`)",
         "summary": "Delete an account (as DELETE /api/me does)",
         "security": [
           {
@@ -915,6 +918,7 @@ enum OpenAPIDocument {
         "tags": [
           "admin"
         ],
+        "x-siwa-condition": "always registered; answers only an account with the admin role (SIWA_ADMIN_USERS or `siwa users grant-admin`)",
         "summary": "An account's sessions (at most 200, newest first)",
         "security": [
           {
@@ -961,6 +965,7 @@ enum OpenAPIDocument {
         "tags": [
           "admin"
         ],
+        "x-siwa-condition": "always registered; answers only an account with the admin role (SIWA_ADMIN_USERS or `siwa users grant-admin`)",
         "summary": "End one session (`sessionId`) or all of an account's sessions (empty body)",
         "security": [
           {
@@ -1026,6 +1031,7 @@ enum OpenAPIDocument {
         "tags": [
           "admin"
         ],
+        "x-siwa-condition": "always registered; answers only an account with the admin role (SIWA_ADMIN_USERS or `siwa users grant-admin`)",
         "summary": "Disable an account: its sessions end and it cannot sign in",
         "security": [
           {
@@ -1075,6 +1081,7 @@ enum OpenAPIDocument {
         "tags": [
           "admin"
         ],
+        "x-siwa-condition": "always registered; answers only an account with the admin role (SIWA_ADMIN_USERS or `siwa users grant-admin`)",
         "summary": "Enable a disabled account",
         "security": [
           {
@@ -1124,6 +1131,7 @@ enum OpenAPIDocument {
         "tags": [
           "admin"
         ],
+        "x-siwa-condition": "always registered; answers only an account with the admin role (SIWA_ADMIN_USERS or `siwa users grant-admin`)",
         "summary": "The audit log, newest first",
         "security": [
           {
@@ -1202,6 +1210,7 @@ enum OpenAPIDocument {
         "tags": [
           "admin"
         ],
+        "x-siwa-condition": "always registered; answers only an account with the admin role (SIWA_ADMIN_USERS or `siwa users grant-admin`)",
         "summary": "Sign-in statistics per UTC day",
         "security": [
           {
@@ -1250,6 +1259,7 @@ enum OpenAPIDocument {
         "tags": [
           "admin"
         ],
+        "x-siwa-condition": "always registered; answers only an account with the admin role (SIWA_ADMIN_USERS or `siwa users grant-admin`)",
         "summary": "Console: overview with sign-in charts",
         "description": "Console pages answer an admin's session (cookie or bearer). No session: 303 through the web sign-in (`/auth/apple/authorize?returnUrl=...`); not an admin or a refused session: an HTML refusal page.",
         "security": [
@@ -1286,6 +1296,7 @@ enum OpenAPIDocument {
         "tags": [
           "admin"
         ],
+        "x-siwa-condition": "always registered; answers only an account with the admin role (SIWA_ADMIN_USERS or `siwa users grant-admin`)",
         "summary": "Console: find accounts",
         "security": [
           {
@@ -1337,6 +1348,7 @@ enum OpenAPIDocument {
         "tags": [
           "admin"
         ],
+        "x-siwa-condition": "always registered; answers only an account with the admin role (SIWA_ADMIN_USERS or `siwa users grant-admin`)",
         "summary": "Console: an account with its sessions and action forms",
         "security": [
           {
@@ -1394,6 +1406,7 @@ enum OpenAPIDocument {
         "tags": [
           "admin"
         ],
+        "x-siwa-condition": "always registered; answers only an account with the admin role (SIWA_ADMIN_USERS or `siwa users grant-admin`)",
         "summary": "Console: act on an account (a form post)",
         "description": "CSRF-checked (Origin or Referer of this site) and the form's `token` must be this session's; `confirm=yes`. Done: 303 back to the account (or, after `delete`, to the list).",
         "security": [
@@ -1489,6 +1502,7 @@ enum OpenAPIDocument {
         "tags": [
           "admin"
         ],
+        "x-siwa-condition": "always registered; answers only an account with the admin role (SIWA_ADMIN_USERS or `siwa users grant-admin`)",
         "summary": "Console: the audit log",
         "security": [
           {
