@@ -22,6 +22,9 @@ let package = Package(
         .library(name: "AppleIDEmulator", targets: ["AppleIDEmulator"]),
         .library(name: "AppleSignInClient", targets: ["AppleSignInClient"]),
         .library(name: "SiwaTesting", targets: ["SiwaTesting"]),
+        .library(name: "SiwaTokenVerifier", targets: ["SiwaTokenVerifier"]),
+        .library(name: "SiwaTokenVerifierAsyncHTTPClient", targets: ["SiwaTokenVerifierAsyncHTTPClient"]),
+        .library(name: "SiwaTokenVerifierHummingbird", targets: ["SiwaTokenVerifierHummingbird"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-crypto.git", from: "4.5.2"),
@@ -125,6 +128,38 @@ let package = Package(
         ),
         // The Swift client for apps: Foundation only.
         .target(name: "AppleSignInClient", swiftSettings: swiftSettings),
+        // For the team's other Swift services: verify siwa's access tokens from the issuer URL (discovery, key set
+        // cache, claims). No server framework and no HTTP client in the core; the live transport and the Hummingbird
+        // authenticator are products of their own.
+        .target(
+            name: "SiwaTokenVerifier",
+            dependencies: [
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "SiwaTokenVerifierAsyncHTTPClient",
+            dependencies: [
+                "SiwaTokenVerifier",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "SiwaTokenVerifierHummingbird",
+            dependencies: [
+                "SiwaTokenVerifier",
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "NIOCore", package: "swift-nio"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         // Composition root and commands.
         .target(
             name: "SiwaCLI",
@@ -200,6 +235,20 @@ let package = Package(
                 .product(name: "HTTPTypes", package: "swift-http-types"),
             ],
             exclude: ["Fixtures"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "SiwaTokenVerifierTests",
+            dependencies: [
+                "SiwaTokenVerifier",
+                "SiwaTokenVerifierAsyncHTTPClient",
+                "SiwaTokenVerifierHummingbird",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "NIOCore", package: "swift-nio"),
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -119,10 +119,22 @@ public actor InMemoryAccountStore: AccountStore {
     }
 
     private func findOrCreate(_ facts: AppleSignInFacts, now: Date) throws(StoreError) -> SignInOutcome {
+        var completedTransfer = false
         if userByApple[facts.appleUserID] == nil, let transferSub = facts.transferSub,
             let transfer = transfers.values.first(where: { $0.transferSub == transferSub && $0.transferredAt == nil })
         {
             moveAccount(transfer.userID, to: facts.appleUserID, now: now)
+            completedTransfer = true
+            auditLog.append(
+                AuditEvent(
+                    time: now,
+                    type: .transferCompleted,
+                    userID: transfer.userID,
+                    actor: .user,
+                    clientID: facts.clientID,
+                    reason: "sign_in"
+                )
+            )
         }
         if userByApple[facts.appleUserID] == nil, let email = facts.linkableEmail,
             let match = creationOrder.lazy.compactMap({ self.users[$0] }).first(where: { user in
@@ -147,7 +159,7 @@ public actor InMemoryAccountStore: AccountStore {
                 user.updatedAt = now
                 users[id] = user
             }
-            return SignInOutcome(user: user, isNewUser: false)
+            return SignInOutcome(user: user, isNewUser: false, completedTransfer: completedTransfer)
         }
         let user = UserRecord(
             id: UserID(),

@@ -31,7 +31,9 @@ extension SQLAccountStore {
                 clientAddress: session.metadata.clientAddress
             )
         }
-        // The sign-in's audit events (a new account's creation and the sign-in), when it starts a session.
+        // The sign-in's audit events (a new account's creation and the sign-in), when it starts a session; ids made in
+        // that order, so that the log lists them in it within one millisecond.
+        let createdEventID = AuditEvent.newID()
         let signInEvent = session.map { session in
             AuditEvent(
                 time: now,
@@ -42,8 +44,8 @@ extension SQLAccountStore {
                 sessionID: session.sessionID
             )
         }
-        let signInEventID = AuditLogPosition.text(signInEvent?.id ?? UUID())
-        let createdEventID = UUID()
+        let signInEventID = AuditLogPosition.text(signInEvent?.id ?? AuditEvent.newID())
+        let signedInAt = now
         let now = try SQLValue.milliseconds(now)
         let appleUserID = facts.appleUserID.rawValue
         let clientID = facts.clientID.rawValue
@@ -207,7 +209,16 @@ extension SQLAccountStore {
                 try await Self.moveTransferredAccount(database, transferSub: transferSub, to: appleUserID, now: now),
                 let user = try await updateExisting()
             {
-                return SignInOutcome(user: user, isNewUser: false)
+                let event = AuditEvent(
+                    time: signedInAt,
+                    type: .transferCompleted,
+                    userID: user.id,
+                    actor: .user,
+                    clientID: facts.clientID,
+                    reason: "sign_in"
+                )
+                try await database.raw(SQLAuditLog.insert(event)).run()
+                return SignInOutcome(user: user, isNewUser: false, completedTransfer: true)
             }
             // Linking by email (when asked): the oldest account with the same verified, non-relay email moves here.
             if let linkEmail,

@@ -242,10 +242,19 @@ extension AccountStoreConformance {
         #expect(try await store.user(appleUserID: user.appleUserID) == nil)
         #expect(try await store.appleToken(userID: user.id) == nil, "the sending team's Apple token is dropped")
         Fixture.expectSameTime(try await store.transfer(userID: user.id)?.transferredAt, Fixture.time(20))
+        #expect(outcome.completedTransfer)
+        let completed = try await store.auditEvents(
+            AuditEventFilter(userID: user.id, types: [.transferCompleted]),
+            limit: 10,
+            after: nil
+        ).items
+        #expect(completed.map(\.reason) == ["sign_in"], "the transfer finished by a sign-in is in the audit log")
+        #expect(completed.first?.clientID == "org.other.app")
 
         // The next sign-in finds the account by its new sub; a finished transfer maps nobody else.
         let next = try await store.signIn(facts, now: Fixture.time(30))
         #expect(!next.isNewUser)
+        #expect(!next.completedTransfer)
         #expect(next.user.id == user.id)
         var other = Fixture.facts()
         other.transferSub = transferSub

@@ -76,7 +76,7 @@ struct AdminAPITests {
     }
 
     /// The session id (`sid`) inside an access token.
-    private static func sessionID(_ accessToken: String) throws -> String {
+    static func sessionID(_ accessToken: String) throws -> String {
         let payload = try #require(accessToken.split(separator: ".").dropFirst().first)
         var base64 = payload.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
         while base64.count % 4 != 0 { base64 += "=" }

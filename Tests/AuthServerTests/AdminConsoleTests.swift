@@ -136,6 +136,13 @@ struct AdminConsoleTests {
             let audit = try await Self.get(server, "/admin/audit?user=\(user.id)&type=sign_in", bearer: admin.token)
             #expect(audit.html.contains("<td>sign_in</td>"))
             #expect(audit.html.contains("channel native"))
+
+            // A filter the page cannot read is a 400 naming it, never a filter quietly left out.
+            for query in ["type=nonsense", "user=not-an-id", "since=yesterday"] {
+                let refused = try await Self.get(server, "/admin/audit?\(query)", bearer: admin.token)
+                #expect(refused.status == .badRequest, "\(query)")
+                #expect(refused.html.contains(String(query.prefix { $0 != "=" })), "the page names the parameter")
+            }
         }
     }
 

@@ -299,6 +299,34 @@ struct CompatibilityTests {
             let apple = try #require((adminRow["providerOAuthAccess"] as? [[String: Any]])?.first)
             #expect(apple["provider"] as? String == "apple")
             #expect(apple["userId"] as? String == carried.adminAppleUserID)
+            #expect(dump.json["total"] as? Int == 2)
+
+            // A page at a time: `take` and the previous page's `next`; never every account in one answer.
+            var seen: [String] = []
+            var path = "/users?take=1"
+            while true {
+                let page = try await Self.send(
+                    harness,
+                    .get,
+                    path,
+                    headers: [.authorization: "Bearer \(carried.admin)"]
+                )
+                #expect(page.status == .ok)
+                let rows = try #require(page.json["results"] as? [[String: Any]])
+                #expect(rows.count <= 1)
+                #expect(page.json["total"] as? Int == 2)
+                seen += rows.compactMap { $0["email"] as? String }
+                guard let next = page.json["next"] as? String else { break }
+                path = "/users?take=1&after=\(next)"
+            }
+            #expect(seen.sorted() == ["admin@example.com", "plain@example.com"], "every account, each once")
+            let badTake = try await Self.send(
+                harness,
+                .get,
+                "/users?take=100000",
+                headers: [.authorization: "Bearer \(carried.admin)"]
+            )
+            #expect(badTake.status == .badRequest)
         }
     }
 

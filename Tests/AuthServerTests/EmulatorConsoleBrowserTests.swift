@@ -95,10 +95,7 @@ struct EmulatorConsoleBrowserTests {
 
     /// Screenshots of the page at a desktop's width and a phone's, back to the desktop after.
     private func screenshots(_ browser: WebDriverSession, _ name: String) async throws {
-        try await browser.screenshot(named: "\(name)-\(Self.desktop.width).png", suite: Self.suite)
-        try await browser.setWindowSize(width: Self.phone.width, height: Self.phone.height)
-        try await browser.screenshot(named: "\(name)-\(Self.phone.width).png", suite: Self.suite)
-        try await browser.setWindowSize(width: Self.desktop.width, height: Self.desktop.height)
+        try await browser.screenshots(named: name, suite: Self.suite, desktop: Self.desktop, phone: Self.phone)
     }
 
     /// What the console's fault table says about `endpoint`.

@@ -147,11 +147,16 @@ struct TransferTests {
                 limit: 10,
                 after: nil
             ).items
+            let byImport = importEvents.filter { $0.actor == .operator && $0.reason == "import" }
             #expect(
-                Set(importEvents.compactMap { $0.userID?.description })
+                Set(byImport.compactMap { $0.userID?.description })
                     == Set([idOf["ann@example.com"], idOf["bob@example.com"]].compactMap { $0 })
             )
-            #expect(importEvents.allSatisfy { $0.actor == .operator && $0.reason == "import" })
+            // The transfer Cai's sign-in finished is in the audit log too, done by the user.
+            let bySignIn = importEvents.filter { $0.actor == .user && $0.reason == "sign_in" }
+            #expect(bySignIn.map { $0.userID?.description } == [idOf["cai@example.com"]])
+            #expect(bySignIn.first?.clientID?.rawValue == Self.bundleB)
+            #expect(importEvents.count == 3)
             let bobID = try #require(idOf["bob@example.com"].flatMap { UserID($0) })
             let bob = try #require(try await teams.store.user(id: bobID))
             #expect(bob.isPrivateEmail, "bob hid his email: team B sees a relay address")

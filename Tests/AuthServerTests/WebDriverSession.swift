@@ -184,6 +184,19 @@ final class WebDriverSession: Sendable {
         try await screenshot(to: Self.outputFolder(suite).appendingPathComponent(name))
     }
 
+    /// Screenshots of the page at a desktop's size and a phone's (`NAME-WIDTH.png`), back to the desktop after.
+    func screenshots(
+        named name: String,
+        suite: String,
+        desktop: (width: Int, height: Int),
+        phone: (width: Int, height: Int)
+    ) async throws {
+        try await screenshot(named: "\(name)-\(desktop.width).png", suite: suite)
+        try await setWindowSize(width: phone.width, height: phone.height)
+        try await screenshot(named: "\(name)-\(phone.width).png", suite: suite)
+        try await setWindowSize(width: desktop.width, height: desktop.height)
+    }
+
     /// Waits until `condition` holds on the current URL and page source (up to 15 s).
     func wait(
         for what: String,

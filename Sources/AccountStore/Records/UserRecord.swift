@@ -148,9 +148,13 @@ public struct SignInOutcome: Sendable, Hashable {
     public var user: UserRecord
     /// Whether this sign-in created the account.
     public var isNewUser: Bool
+    /// Whether this sign-in finished a team transfer: the token's `transfer_sub` moved the account to its new `sub`
+    /// (the store then records ``AuditEventType/transferCompleted`` with reason `sign_in`).
+    public var completedTransfer: Bool
 
-    public init(user: UserRecord, isNewUser: Bool) {
+    public init(user: UserRecord, isNewUser: Bool, completedTransfer: Bool = false) {
         self.user = user
         self.isNewUser = isNewUser
+        self.completedTransfer = completedTransfer
     }
 }

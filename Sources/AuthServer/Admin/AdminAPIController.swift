@@ -2,6 +2,7 @@ import AccountStore
 import AppleSignIn
 import HTTPTypes
 import Hummingbird
+import HummingbirdCore
 import Logging
 
 #if canImport(FoundationEssentials)
@@ -192,9 +193,10 @@ struct AdminAPIController: Sendable {
         var next: String?
     }
 
-    @Sendable func audit(_ request: Request, context: SiwaRequestContext) async throws -> AuditPage {
-        _ = try await access.admin(context, bearerOnly: true)
-        let parameters = request.uri.queryParameters
+    /// The audit filter of `/admin/api/audit` and the console's audit page: `user` (a siwa user id), `type` (event
+    /// types, comma-separated), `since` and `until` (ISO 8601 dates or times). Anything it cannot read is a 400 naming
+    /// the parameter, never a filter quietly left out.
+    static func auditFilter(_ parameters: FlatDictionary<Substring, Substring>) throws -> AuditEventFilter {
         var filter = AuditEventFilter()
         if let user = parameters["user"].map(String.init), !user.isEmpty {
             guard let id = UserID(user) else { throw Self.invalid("user", "is not a siwa user id") }
@@ -213,6 +215,12 @@ struct AdminAPIController: Sendable {
         }
         filter.since = try Self.date(parameters["since"].map(String.init), "since")
         filter.until = try Self.date(parameters["until"].map(String.init), "until")
+        return filter
+    }
+
+    @Sendable func audit(_ request: Request, context: SiwaRequestContext) async throws -> AuditPage {
+        _ = try await access.admin(context, bearerOnly: true)
+        let filter = try Self.auditFilter(request.uri.queryParameters)
         let limit = try Self.limit(request)
         let cursor = try Self.cursor(request)
         let page = try await Self.refusingForeignCursors {

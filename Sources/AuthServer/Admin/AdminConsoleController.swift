@@ -192,7 +192,8 @@ struct AdminConsoleController: Sendable {
             _ label: String,
             _ style: String,
             hidden: [(String, String)] = [],
-            confirm: String? = nil
+            confirm: String? = nil,
+            layout: String = "action"
         ) -> String {
             let fields = ([("token", formToken)] + hidden).map {
                 "<input type=\"hidden\" name=\"\($0.0)\" value=\"\(HTMLPage.escape($0.1))\">"
@@ -202,7 +203,7 @@ struct AdminConsoleController: Sendable {
                     "<label><input type=\"checkbox\" name=\"confirm\" value=\"yes\" required> \(HTMLPage.escape($0))</label> "
                 } ?? ""
             return """
-                <form class="inline" method="post" action="/admin/users/\(user.id)/\(action)">\(fields)\(confirmation)\
+                <form class="\(layout)" method="post" action="/admin/users/\(user.id)/\(action)">\(fields)\(confirmation)\
                 <button type="submit" class="\(style)">\(label)</button></form>
                 """
         }
@@ -218,7 +219,8 @@ struct AdminConsoleController: Sendable {
                     "End",
                     "secondary",
                     hidden: [("session", session.id.description)],
-                    confirm: "sure"
+                    confirm: "sure",
+                    layout: "inline"
                 )
                 : "ended \(session.revokedAt.map(Self.time) ?? "")"
             return """
@@ -251,8 +253,9 @@ struct AdminConsoleController: Sendable {
             <dt>Created</dt><dd>\(Self.time(user.createdAt))</dd>\
             <dt>Last sign-in</dt><dd>\(user.lastSignInAt.map(Self.time) ?? "–")</dd>\
             <dt>Apple refresh token</dt><dd>\(apple)</dd></dl></section>
-            <section class="panel"><h2>Actions</h2><p>\(form("end-all", "End all sessions", "secondary", confirm: "sure")) \
-            \(statusAction) \(form("delete", "Delete account", "danger", confirm: "Delete it and revoke at Apple"))</p></section>
+            <section class="panel"><h2>Actions</h2>\
+            \(form("end-all", "End all sessions", "secondary", confirm: "Sign this account out everywhere"))\
+            \(statusAction)\(form("delete", "Delete account", "danger", confirm: "Delete it and revoke at Apple"))</section>
             <section class="panel"><h2>Sessions</h2><div class="scroll"><table><thead><tr><th>Created</th>\
             <th>Last used</th><th>Channel</th><th>User agent</th><th>Address</th><th>Expires</th><th></th></tr></thead>\
             <tbody>\(sessionRows.isEmpty ? "<tr><td colspan=\"7\">No sessions.</td></tr>" : sessionRows)</tbody></table></div></section>
@@ -325,16 +328,12 @@ struct AdminConsoleController: Sendable {
         let gate = try await gate(request, context)
         guard case .admin(let admin) = gate else { return gate.answer }
         let parameters = request.uri.queryParameters
-        var filter = AuditEventFilter()
         let userText = parameters["user"].map(String.init) ?? ""
         let typeText = parameters["type"].map(String.init) ?? ""
-        filter.userID = UserID(userText)
-        filter.types = AuditEventType(rawValue: typeText).map { [$0] }
         let page: Page<AuditEvent>
         do {
+            let filter = try AdminAPIController.auditFilter(parameters)
             let cursor = try AdminAPIController.cursor(request)
-            filter.since = try AdminAPIController.date(parameters["since"].map(String.init), "since")
-            filter.until = try AdminAPIController.date(parameters["until"].map(String.init), "until")
             page = try await AdminAPIController.refusingForeignCursors {
                 try await store.auditEvents(filter, limit: AdminAPIController.pageLimit, after: cursor)
             }

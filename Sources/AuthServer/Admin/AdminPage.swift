@@ -121,6 +121,8 @@ struct AdminPage {
         .badge.warn{background:#fdecea;color:#8c1d18}
         .badge.muted{background:#f5f5f7;color:#515154}
         form.inline{display:inline}
+        form.action{display:flex;flex-wrap:wrap;align-items:center;gap:.5rem;margin:.5rem 0}
+        form.action label{display:flex;align-items:center;gap:.4rem}
         form.search{display:flex;flex-wrap:wrap;gap:.5rem;margin:0 0 1rem}
         input,select{font:inherit;padding:.4rem .6rem;border:1px solid #c7c7cc;border-radius:8px;min-height:40px}
         input[type=search]{flex:1 1 16rem}

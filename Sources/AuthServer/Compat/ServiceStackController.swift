@@ -66,9 +66,12 @@ struct ServiceStackController: Sendable {
         var email: String?
     }
 
+    /// The samples' shape (`results`, `total`: every account), plus `next`, the cursor of the next page when there is
+    /// one.
     struct UsersResponse: Encodable {
         var results: [UserDump]
         var total: Int
+        var next: String?
     }
 
     func addRoutes(to router: Router<SiwaRequestContext>, auth: RouterGroup<SiwaRequestContext>) {
@@ -277,7 +280,7 @@ struct ServiceStackController: Sendable {
         }
     }
 
-    /// The samples' admin dump of users and their Apple details; `Admin` role only.
+    /// The samples' admin dump of users and their Apple details, a page at a time; `Admin` role only.
     @Sendable func usersDump(_ request: Request, context: SiwaRequestContext) async throws -> Response {
         await Self.answering(request) {
             let claims = try authenticated(context)
@@ -285,15 +288,22 @@ struct ServiceStackController: Sendable {
             guard compatibility.isAdmin(caller) else {
                 throw ServiceStackError(.forbidden, "Forbidden", "Invalid Role")
             }
-            var dump: [UserDump] = []
-            var after: UserID?
-            while true {
-                let page = try await sessions.store.users(limit: 500, after: after)
-                dump += page.map(userDump)
-                guard page.count == 500, let last = page.last else { break }
-                after = last.id
+            // One page of the console's store query (newest first), never every account at once: `take` (1–200,
+            // 100 by default) and `after`, the previous page's `next`.
+            let take =
+                try AdminAPIController.integer(
+                    request.uri.queryParameters["take"].map(String.init),
+                    "take",
+                    1...AdminAPIController.maximumLimit
+                ) ?? 100
+            let cursor = try AdminAPIController.cursor(request)
+            let page = try await AdminAPIController.refusingForeignCursors {
+                try await sessions.store.searchUsers("", limit: take, after: cursor)
             }
-            return try CompatResponse.json(UsersResponse(results: dump, total: dump.count))
+            let total = try await sessions.store.accountTotals(createdSince: []).total
+            return try CompatResponse.json(
+                UsersResponse(results: page.items.map(userDump), total: total, next: page.next?.description)
+            )
         }
     }
 

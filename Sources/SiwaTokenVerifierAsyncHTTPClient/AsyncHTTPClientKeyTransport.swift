@@ -1,0 +1,46 @@
+public import AsyncHTTPClient
+public import HTTPTypes
+import NIOCore
+import NIOHTTP1
+public import SiwaTokenVerifier
+
+/// The live ``SiwaKeyTransport`` on async-http-client: a deadline per fetch, a cap on the answer's size, and no
+/// redirects followed (the discovery document and the key set are fetched from where the issuer says, nowhere else).
+public struct AsyncHTTPClientKeyTransport: SiwaKeyTransport {
+    /// A process-wide client that never follows redirects.
+    public static let sharedClient: HTTPClient = {
+        var configuration = HTTPClient.Configuration()
+        configuration.redirectConfiguration = .disallow
+        configuration.timeout = .init(connect: .seconds(5), read: .seconds(10))
+        return HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
+    }()
+
+    private let client: HTTPClient
+    /// The largest answer read (a key set is a few KB).
+    public let maximumResponseBytes: Int
+
+    public init(client: HTTPClient = AsyncHTTPClientKeyTransport.sharedClient, maximumResponseBytes: Int = 256 * 1024) {
+        self.client = client
+        self.maximumResponseBytes = maximumResponseBytes
+    }
+
+    public func send(_ request: HTTPRequest, timeout: Duration) async throws -> (response: HTTPResponse, body: [UInt8])
+    {
+        guard let scheme = request.scheme, let authority = request.authority, let path = request.path else {
+            throw SiwaTokenError(.keysUnavailable, "the request has no scheme, authority or path")
+        }
+        var outgoing = HTTPClientRequest(url: "\(scheme)://\(authority)\(path)")
+        outgoing.method = .init(rawValue: request.method.rawValue)
+        for field in request.headerFields {
+            outgoing.headers.add(name: field.name.rawName, value: field.value)
+        }
+        let (seconds, attoseconds) = timeout.components
+        let nanoseconds = seconds.multipliedReportingOverflow(by: 1_000_000_000)
+        let deadline =
+            NIODeadline.now()
+            + .nanoseconds(nanoseconds.overflow ? .max : nanoseconds.partialValue + attoseconds / 1_000_000_000)
+        let response = try await client.execute(outgoing, deadline: deadline)
+        let body = try await response.body.collect(upTo: maximumResponseBytes)
+        return (HTTPResponse(status: .init(code: Int(response.status.code))), Array(body.readableBytesView))
+    }
+}

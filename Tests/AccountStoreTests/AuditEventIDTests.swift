@@ -1,0 +1,23 @@
+import AccountStore
+import Foundation
+import Testing
+
+@Suite("Audit event ids")
+struct AuditEventIDTests {
+    /// The log orders events of one millisecond by id: ids made later must sort later, as the stores compare them
+    /// (lower-case text, byte by byte).
+    @Test func idsSortInTheOrderTheyWereMade() {
+        let ids = (0..<10_000).map { _ in AuditEvent.newID() }
+        let texts = ids.map(AuditLogPosition.text)
+        #expect(texts == texts.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) })
+        #expect(Set(ids).count == ids.count)
+        for id in ids.prefix(100) {
+            #expect(id.uuid.6 >> 4 == 7, "version 7")
+            #expect(id.uuid.8 >> 6 == 0b10, "RFC 9562 variant")
+        }
+        let milliseconds = ids[0].uuid
+        let stamp = [milliseconds.0, milliseconds.1, milliseconds.2, milliseconds.3, milliseconds.4, milliseconds.5]
+            .reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
+        #expect(abs(Double(stamp) / 1_000 - Date().timeIntervalSince1970) < 60, "the time is in the id")
+    }
+}
