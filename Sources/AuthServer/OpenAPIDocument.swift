@@ -1517,7 +1517,7 @@ enum OpenAPIDocument {
           {
             "name": "user",
             "in": "query",
-            "description": "A siwa user id (anything else: no filter).",
+            "description": "Only this siwa user id's events (not an id: a 400 page).",
             "schema": {
               "type": "string"
             }
@@ -1525,7 +1525,7 @@ enum OpenAPIDocument {
           {
             "name": "type",
             "in": "query",
-            "description": "One event type (anything else: all).",
+            "description": "Comma-separated event types (an unknown one: a 400 page).",
             "schema": {
               "type": "string"
             }
@@ -1535,14 +1535,16 @@ enum OpenAPIDocument {
             "in": "query",
             "schema": {
               "type": "string"
-            }
+            },
+            "description": "A date (2026-11-24) or a time (2026-11-24T08:00:00Z)."
           },
           {
             "name": "until",
             "in": "query",
             "schema": {
               "type": "string"
-            }
+            },
+            "description": "A date or a time."
           },
           {
             "$ref": "#/components/parameters/PageAfter"
