@@ -49,7 +49,8 @@ actor SiwaKeySet {
         let known = keys[kid]
         if let known, let fetchedAt, now.timeIntervalSince(fetchedAt) < maximumAge { return known }
         let mayFetch = attemptedAt.map { now.timeIntervalSince($0) >= minimumRefetchInterval } ?? true
-        if mayFetch || known != nil {
+        // A fetch already running is waited for, even within the refetch interval: it may bring the key.
+        if mayFetch || known != nil || inFlight != nil {
             do {
                 try await refresh(now: now)
             } catch {

@@ -160,10 +160,11 @@ struct SiwaTokenVerifierTests {
     }
 
     @Test func eachCheckRefusesWhatFailsIt() async throws {
-        try await Self.withIssuer { issuer, verifier in
+        let clock = Clock()
+        try await Self.withIssuer(clock: clock) { issuer, verifier in
             let key = issuer.add("k1")
             let url = issuer.state.withLock { $0.url }
-            let now = Date()
+            let now = clock.now  // the verifier's time, not the wall clock's (which moves on while the issuer starts)
             let stranger = P256.Signing.PrivateKey()
             let cases: [(String, SiwaTokenError.Code)] = [
                 (try Token.sign(Self.claims(url, now: now), kid: "k1", key: stranger), .badSignature),
