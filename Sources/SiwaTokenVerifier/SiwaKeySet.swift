@@ -48,9 +48,9 @@ actor SiwaKeySet {
     func key(_ kid: String, now: Date) async throws(SiwaTokenError) -> P256.Signing.PublicKey {
         let known = keys[kid]
         if let known, let fetchedAt, now.timeIntervalSince(fetchedAt) < maximumAge { return known }
+        // A fetch already running is waited for (it may bring the key); else a new one, unless the last was too recent.
         let mayFetch = attemptedAt.map { now.timeIntervalSince($0) >= minimumRefetchInterval } ?? true
-        // A fetch already running is waited for, even within the refetch interval: it may bring the key.
-        if mayFetch || known != nil || inFlight != nil {
+        if inFlight != nil || mayFetch || known != nil {
             do {
                 try await refresh(now: now)
             } catch {
