@@ -33,6 +33,36 @@ public func buildApplication(
     tls: ServerTLS? = nil,
     onServerRunning: @escaping @Sendable (any Channel) async -> Void = { _ in }
 ) async throws -> some ApplicationProtocol {
+    try await assembleApplication(
+        configuration: configuration,
+        apple: apple,
+        store: store,
+        transport: transport,
+        sealer: sealer,
+        clock: clock,
+        host: host,
+        port: port,
+        logger: logger,
+        tls: tls,
+        onServerRunning: onServerRunning
+    ).application
+}
+
+/// ``buildApplication(configuration:apple:store:transport:sealer:clock:host:port:logger:tls:onServerRunning:)``, and
+/// the routes its router registered, which a test compares with the OpenAPI document (`docs/openapi.json`).
+func assembleApplication(
+    configuration: AuthServerConfiguration,
+    apple: AppleSignInConfiguration,
+    store: any AccountStore,
+    transport: any HTTPTransport,
+    sealer: DataSealer,
+    clock: any WallClock,
+    host: String,
+    port: Int,
+    logger: Logger,
+    tls: ServerTLS?,
+    onServerRunning: @escaping @Sendable (any Channel) async -> Void
+) async throws -> (application: some ApplicationProtocol, routes: [RegisteredRoute]) {
     // One registry per application, never the global `MetricsSystem`: tests run many applications in one process.
     let metrics = configuration.metricsEnabled ? ServerMetrics() : nil
     let keySource: any AppleKeySource = AppleKeysEndpoint(
@@ -198,6 +228,14 @@ public func buildApplication(
         ].compactMap { $0 }
     ).page
     router.get("/") { _, _ -> Response in home.response() }
+    let openAPI = ByteBuffer(string: OpenAPIDocument.json)
+    router.get("/openapi.json") { _, _ -> Response in
+        Response(
+            status: .ok,
+            headers: [.contentType: "application/vnd.oai.openapi+json", .cacheControl: "public, max-age=300"],
+            body: .init(byteBuffer: openAPI)
+        )
+    }
     router.get("/healthz") { _, _ -> HTTPResponse.Status in .ok }
     router.get("/readyz") { _, _ -> Response in
         do {
@@ -221,6 +259,7 @@ public func buildApplication(
             maxHeaderListSize: configuration.maximumHeaderSize
         )
     )
+    let routes = router.routes.map { RegisteredRoute(method: $0.method.rawValue, path: $0.path.description) }
     var app = Application(
         router: router,
         server: tls.map { tls in
@@ -253,5 +292,5 @@ public func buildApplication(
     app.addServices(
         Housekeeping(store: store, configuration: configuration.housekeeping, clock: clock, logger: logger)
     )
-    return app
+    return (app, routes)
 }

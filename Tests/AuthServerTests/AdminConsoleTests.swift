@@ -63,6 +63,32 @@ struct AdminConsoleTests {
         }
     }
 
+    /// The admin's session cookie on a form posted from another site (or with no Origin or Referer): a 403 page naming
+    /// the CSRF check, nothing done, and no detour through the sign-in (which would come back to the form's address).
+    @Test func aFormPostedWithTheSessionCookieFromAnotherSiteIsRefusedWithAPage() async throws {
+        try await ServerHarness.run { server in
+            let admin = try await Self.signIn(server, "admin@example.com")
+            try await server.store.grantAdmin(AdminSubject(admin.id), by: .operator, now: Date())
+            let user = try await Self.signIn(server, "target@example.com")
+            for origin in ["https://evil.example", nil] {
+                var headers: HTTPFields = [
+                    .cookie: "siwa_session=\(admin.token)", .contentType: "application/x-www-form-urlencoded",
+                ]
+                if let origin { headers[.origin] = origin }
+                let response = try await server.server.execute(
+                    uri: "/admin/users/\(user.id)/disable",
+                    method: .post,
+                    headers: headers,
+                    body: ByteBuffer(string: "confirm=yes")
+                )
+                #expect(response.status == .forbidden, "origin \(origin ?? "none")")
+                #expect(response.headers[.location] == nil)
+                #expect(String(buffer: response.body).contains("csrf_check_failed"))
+            }
+            #expect(try await server.store.user(id: user.id)?.disabledAt == nil, "nothing changed")
+        }
+    }
+
     @Test func aUserWithoutTheRoleGetsA403PageSayingSo() async throws {
         try await ServerHarness.run { server in
             let user = try await Self.signIn(server, "curious@example.com")

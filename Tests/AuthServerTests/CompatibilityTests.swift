@@ -94,6 +94,24 @@ struct CompatibilityTests {
                 headers: [.authorization: "Bearer \(bearer)"]
             )
             #expect(query.json["result"] as? String == "Secure Sam!")
+            // A POST's body is read even when the query names someone: one that is not a JSON object is refused.
+            let array = try await Self.send(
+                harness,
+                .post,
+                "/api/HelloSecure?name=Sam",
+                body: "[null, null]",
+                headers: [.authorization: "Bearer \(bearer)"]
+            )
+            #expect(array.status == .badRequest)
+            #expect((array.json["responseStatus"] as? [String: Any])?["errorCode"] as? String == "ArgumentException")
+            let posted = try await Self.send(
+                harness,
+                .post,
+                "/api/HelloSecure?name=Sam",
+                body: #"{"name": "Kim"}"#,
+                headers: [.authorization: "Bearer \(bearer)"]
+            )
+            #expect(posted.json["result"] as? String == "Secure Sam!", "the query's name wins")
             let anonymous = try await Self.send(harness, .get, "/hello/secure/World")
             #expect(anonymous.status == .unauthorized)
             let status = try #require(anonymous.json["responseStatus"] as? [String: Any])

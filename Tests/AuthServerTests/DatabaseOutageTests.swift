@@ -42,6 +42,14 @@ struct DatabaseOutageTests {
             #expect(serviceStack.status == .serviceUnavailable, "\(serviceStack.text)")
             #expect(serviceStack.json["responseStatus"] != nil)
 
+            // The routes that start a web sign-in: a page for a browser, ServiceStack's shape for its contract.
+            let authorize = try await CompatibilityTests.send(harness, .get, "/auth/apple/authorize")
+            #expect(authorize.status == .serviceUnavailable)
+            #expect(authorize.headers[.contentType] == "text/html; charset=utf-8", "\(authorize.text)")
+            #expect(authorize.text.contains("database_unavailable"))
+            let serviceStackFlow = try await CompatibilityTests.send(harness, .get, "/auth/apple")
+            #expect(serviceStackFlow.status == .serviceUnavailable)
+            #expect(serviceStackFlow.json["responseStatus"] != nil, "\(serviceStackFlow.text)")
             let ready = try await harness.call(.get, "/readyz")
             #expect(ready.status == .serviceUnavailable)
 

@@ -144,10 +144,11 @@ struct SiwaTokenVerifierTests {
     }
 
     @Test func aTokenSignedByTheIssuersKeyVerifiesThroughDiscovery() async throws {
-        try await Self.withIssuer { issuer, verifier in
+        let clock = Clock()  // tokens are signed at the verifier's time, not the wall clock's
+        try await Self.withIssuer(clock: clock) { issuer, verifier in
             let key = issuer.add("k1")
             let url = issuer.state.withLock { $0.url }
-            let now = Date()
+            let now = clock.now
             let token = try Token.sign(Self.claims(url, now: now, ["aud": ["other", "siwa"]]), kid: "k1", key: key)
             let claims = try await verifier.verify(token)
             #expect(claims.subject == "5b0c7f2e-1d9a-4a7b-9c1e-2f3a4b5c6d7e")
@@ -162,10 +163,11 @@ struct SiwaTokenVerifierTests {
     }
 
     @Test func eachCheckRefusesWhatFailsIt() async throws {
-        try await Self.withIssuer { issuer, verifier in
+        let clock = Clock()
+        try await Self.withIssuer(clock: clock) { issuer, verifier in
             let key = issuer.add("k1")
             let url = issuer.state.withLock { $0.url }
-            let now = Date()
+            let now = clock.now  // the verifier's time, not the wall clock's (which moves on while the issuer starts)
             let stranger = P256.Signing.PrivateKey()
             let cases: [(String, SiwaTokenError.Code)] = [
                 (try Token.sign(Self.claims(url, now: now), kid: "k1", key: stranger), .badSignature),
@@ -292,7 +294,8 @@ struct SiwaTokenVerifierTests {
     }
 
     @Test func theHummingbirdAuthenticatorPutsTheClaimsInTheContextOrAnswers401() async throws {
-        try await Self.withIssuer { issuer, verifier in
+        let clock = Clock()  // tokens are signed at the verifier's time, not the wall clock's
+        try await Self.withIssuer(clock: clock) { issuer, verifier in
             let key = issuer.add("k1")
             let url = issuer.state.withLock { $0.url }
             let router = Router(context: Context.self)
@@ -302,7 +305,7 @@ struct SiwaTokenVerifierTests {
                 .get("me") { _, context -> String in context.siwaClaims?.subject ?? "anonymous" }
             let app = Application(router: router)
             try await app.test(.router) { client in
-                let token = try Token.sign(Self.claims(url, now: Date()), kid: "k1", key: key)
+                let token = try Token.sign(Self.claims(url, now: clock.now), kid: "k1", key: key)
                 let ok = try await client.execute(
                     uri: "/api/me",
                     method: .get,
@@ -316,7 +319,11 @@ struct SiwaTokenVerifierTests {
                 #expect(none.headers[.wwwAuthenticate] == "Bearer")
                 #expect(String(buffer: none.body).contains(#""error":"invalid_token""#))
 
-                let stranger = try Token.sign(Self.claims(url, now: Date()), kid: "k1", key: P256.Signing.PrivateKey())
+                let stranger = try Token.sign(
+                    Self.claims(url, now: clock.now),
+                    kid: "k1",
+                    key: P256.Signing.PrivateKey()
+                )
                 let bad = try await client.execute(
                     uri: "/api/me",
                     method: .get,

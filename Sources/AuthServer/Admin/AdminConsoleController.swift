@@ -40,6 +40,11 @@ struct AdminConsoleController: Sendable {
 
     /// The signed-in admin, or the page to answer instead: a redirect through the sign-in, or a refusal.
     private func gate(_ request: Request, _ context: SiwaRequestContext) async throws -> Gate {
+        if case .refused(let error) = context.authentication, error.code == AuthServerError.Code.csrfCheckFailed {
+            // A session cookie sent by another site's form: say so, rather than send the browser through a sign-in
+            // that would come back to a form's address.
+            return .refused(refusal(error))
+        }
         guard context.session != nil else {
             var path = request.uri.path
             if let query = request.uri.query, !query.isEmpty { path += "?" + query }

@@ -236,6 +236,9 @@ struct ServiceStackController: Sendable {
             )
         } catch let error as AuthServerError {
             return ServiceStackError(error).response
+        } catch {
+            // The database unreachable: 503 in ServiceStack's shape too.
+            return ServiceStackError(AuthServerError.unexpected(error)).response
         }
     }
 
@@ -268,9 +271,10 @@ struct ServiceStackController: Sendable {
             let claims = try authenticated(context)
             _ = try await sessions.account(claims.userID)
             var name = context.parameters.get("name") ?? request.uri.queryParameters["name"].map(String.init)
-            if name == nil, request.method == .post {
-                name = try await CompatRequestBody.read(request, limit: sessions.configuration.maximumBodySize)
-                    .string("name")
+            if request.method == .post {
+                // Read even when the query names someone: a body that is not a JSON object or a form is refused.
+                let body = try await CompatRequestBody.read(request, limit: sessions.configuration.maximumBodySize)
+                if name == nil { name = body.string("name") }
             }
             return try CompatResponse.json(HelloResponse(result: "Secure \(name ?? "")!"))
         }

@@ -79,6 +79,10 @@ struct WebController: Sendable {
             )
         } catch let error as AuthServerError {
             return WebErrorPage(error).response
+        } catch {
+            // A browser gets a page, also when the database cannot be reached.
+            context.logger.warning("web sign-in could not start", metadata: ["error": "\(error)"])
+            return WebErrorPage(unexpected: error).response
         }
     }
 
@@ -169,15 +173,8 @@ struct WebController: Sendable {
             logger.info("web sign-in refused", metadata: ["error": "\(error.code)"])
             response = WebErrorPage(error).response
         } catch {
-            let answer = AuthServerError.unexpected(error)
             logger.error("web sign-in failed", metadata: ["error": "\(error)"])
-            response =
-                answer.status == .internalServerError
-                ? WebErrorPage(
-                    status: .internalServerError,
-                    code: AuthServerError.Code.internalError,
-                    reason: "Something went wrong on our side. Please try again."
-                ).response : WebErrorPage(answer).response
+            response = WebErrorPage(unexpected: error).response
         }
         if let state = FormURLEncoding.decode(body)?["state"] {
             flowBinding.remove(state: state, from: request, on: &response)

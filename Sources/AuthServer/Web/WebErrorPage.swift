@@ -13,6 +13,22 @@ struct WebErrorPage {
         self.reason = reason
     }
 
+    /// The page for an error no route turned into an ``AuthServerError`` (``AuthServerError/unexpected(_:)``): the
+    /// database unreachable is a 503 page that says to try again; anything else a 500 page with no detail (the detail
+    /// belongs in the log).
+    init(unexpected error: any Error) {
+        let answer = AuthServerError.unexpected(error)
+        guard answer.status != .internalServerError else {
+            self.init(
+                status: .internalServerError,
+                code: AuthServerError.Code.internalError,
+                reason: "Something went wrong on our side. Please try again."
+            )
+            return
+        }
+        self.init(answer)
+    }
+
     /// The page for an ``AuthServerError``, with its status (403 for a flow from another browser, 413 for a body
     /// over the limit, 503 to try again), except that a refused identity token (401, which asks for credentials a
     /// browser cannot send) is the browser's request being refused: 400.
