@@ -3028,6 +3028,480 @@ enum OpenAPIDocument {
           }
         }
       }
+    },
+    "/.well-known/openid-configuration": {
+      "get": {
+        "operationId": "openIDConfiguration",
+        "tags": [
+          "oidc"
+        ],
+        "summary": "OpenID Connect discovery",
+        "description": "The provider's metadata: issuer (siwa's public URL, the `iss` of its tokens), endpoints, the key set (`/.well-known/jwks.json`), scopes, claims, PKCE S256, ES256.",
+        "responses": {
+          "200": {
+            "description": "The metadata.",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/OpenIDConfiguration"
+                }
+              }
+            }
+          }
+        }
+      }
+    },
+    "/oauth/authorize": {
+      "get": {
+        "operationId": "oauthAuthorize",
+        "tags": [
+          "oidc"
+        ],
+        "x-siwa-condition": "`oidc.clients` configured (SIWA_OIDC_CLIENTS); sign-in through the web flow needs SIWA_SERVICES_ID",
+        "summary": "Authorization endpoint (code flow, PKCE)",
+        "description": "An unknown client or unregistered redirect URI is an HTML page, never a redirect. Other errors redirect to the registered URI with `error`, `error_description`, `state`, `iss`. Without a browser session: 303 to the web sign-in, which comes back here. With one: 302 to the redirect URI with `code` (60 s, single use).",
+        "parameters": [
+          {
+            "name": "response_type",
+            "in": "query",
+            "required": false,
+            "description": "Must be `code`.",
+            "schema": {
+              "type": "string"
+            }
+          },
+          {
+            "name": "client_id",
+            "in": "query",
+            "required": false,
+            "description": "A registered client.",
+            "schema": {
+              "type": "string"
+            }
+          },
+          {
+            "name": "redirect_uri",
+            "in": "query",
+            "required": false,
+            "description": "Exactly one of the client's.",
+            "schema": {
+              "type": "string"
+            }
+          },
+          {
+            "name": "scope",
+            "in": "query",
+            "required": false,
+            "description": "Must include `openid`.",
+            "schema": {
+              "type": "string"
+            }
+          },
+          {
+            "name": "state",
+            "in": "query",
+            "required": false,
+            "description": "Returned as is.",
+            "schema": {
+              "type": "string"
+            }
+          },
+          {
+            "name": "nonce",
+            "in": "query",
+            "required": false,
+            "description": "Put in the ID token.",
+            "schema": {
+              "type": "string"
+            }
+          },
+          {
+            "name": "code_challenge",
+            "in": "query",
+            "required": false,
+            "description": "PKCE S256 challenge (required for public clients).",
+            "schema": {
+              "type": "string"
+            }
+          },
+          {
+            "name": "code_challenge_method",
+            "in": "query",
+            "required": false,
+            "description": "`S256`.",
+            "schema": {
+              "type": "string"
+            }
+          },
+          {
+            "name": "prompt",
+            "in": "query",
+            "required": false,
+            "description": "`none` or `login`.",
+            "schema": {
+              "type": "string"
+            }
+          }
+        ],
+        "responses": {
+          "302": {
+            "description": "To the relying party's redirect URI, with a code or an error.",
+            "headers": {
+              "Location": {
+                "$ref": "#/components/headers/Location"
+              }
+            }
+          },
+          "303": {
+            "description": "To the web sign-in, which returns here.",
+            "headers": {
+              "Location": {
+                "$ref": "#/components/headers/Location"
+              }
+            }
+          },
+          "400": {
+            "$ref": "#/components/responses/WebError"
+          },
+          "429": {
+            "$ref": "#/components/responses/RateLimited"
+          },
+          "503": {
+            "$ref": "#/components/responses/OpenIDUnavailable"
+          }
+        }
+      }
+    },
+    "/oauth/token": {
+      "post": {
+        "operationId": "oauthToken",
+        "tags": [
+          "oidc"
+        ],
+        "x-siwa-condition": "`oidc.clients` configured (SIWA_OIDC_CLIENTS); sign-in through the web flow needs SIWA_SERVICES_ID",
+        "summary": "Token endpoint",
+        "description": "`authorization_code` (bound to client, redirect URI and PKCE verifier; a replayed code revokes what it issued) and `refresh_token` (rotating, bound to the client). Client authentication: client_secret_basic, client_secret_post, or `client_id` alone for a public client. Answers carry `Cache-Control: no-store`.",
+        "security": [
+          {
+            "clientBasic": []
+          },
+          {}
+        ],
+        "requestBody": {
+          "required": true,
+          "content": {
+            "application/x-www-form-urlencoded": {
+              "schema": {
+                "$ref": "#/components/schemas/OAuthTokenRequest"
+              }
+            }
+          }
+        },
+        "responses": {
+          "200": {
+            "description": "Tokens.",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/OAuthTokens"
+                }
+              }
+            }
+          },
+          "400": {
+            "$ref": "#/components/responses/OAuthError"
+          },
+          "401": {
+            "$ref": "#/components/responses/OAuthError"
+          },
+          "413": {
+            "$ref": "#/components/responses/OAuthError"
+          },
+          "429": {
+            "$ref": "#/components/responses/RateLimited"
+          },
+          "503": {
+            "$ref": "#/components/responses/OpenIDUnavailable"
+          }
+        }
+      }
+    },
+    "/oauth/userinfo": {
+      "get": {
+        "operationId": "oauthUserInfo",
+        "tags": [
+          "oidc"
+        ],
+        "summary": "UserInfo endpoint",
+        "description": "The bearer access token's user with the claims its scope grants; 401 with `WWW-Authenticate: Bearer` otherwise.",
+        "security": [
+          {
+            "bearer": []
+          }
+        ],
+        "responses": {
+          "200": {
+            "description": "The user's claims.",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/UserInfo"
+                }
+              }
+            }
+          },
+          "401": {
+            "$ref": "#/components/responses/OAuthError"
+          },
+          "429": {
+            "$ref": "#/components/responses/RateLimited"
+          },
+          "503": {
+            "$ref": "#/components/responses/OpenIDUnavailable"
+          }
+        }
+      },
+      "post": {
+        "operationId": "oauthUserInfoPost",
+        "tags": [
+          "oidc"
+        ],
+        "summary": "UserInfo endpoint",
+        "description": "The bearer access token's user with the claims its scope grants; 401 with `WWW-Authenticate: Bearer` otherwise.",
+        "security": [
+          {
+            "bearer": []
+          }
+        ],
+        "responses": {
+          "200": {
+            "description": "The user's claims.",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/UserInfo"
+                }
+              }
+            }
+          },
+          "401": {
+            "$ref": "#/components/responses/OAuthError"
+          },
+          "429": {
+            "$ref": "#/components/responses/RateLimited"
+          },
+          "503": {
+            "$ref": "#/components/responses/OpenIDUnavailable"
+          }
+        }
+      }
+    },
+    "/oauth/logout": {
+      "get": {
+        "operationId": "oauthLogout",
+        "parameters": [
+          {
+            "name": "id_token_hint",
+            "in": "query",
+            "required": false,
+            "description": "An ID token siwa issued (any expiry).",
+            "schema": {
+              "type": "string"
+            }
+          },
+          {
+            "name": "post_logout_redirect_uri",
+            "in": "query",
+            "required": false,
+            "description": "On the client's allow-list.",
+            "schema": {
+              "type": "string"
+            }
+          },
+          {
+            "name": "state",
+            "in": "query",
+            "required": false,
+            "description": "Returned with the redirect.",
+            "schema": {
+              "type": "string"
+            }
+          },
+          {
+            "name": "client_id",
+            "in": "query",
+            "required": false,
+            "description": "The client, when there is no hint.",
+            "schema": {
+              "type": "string"
+            }
+          }
+        ],
+        "responses": {
+          "200": {
+            "description": "The signed-out page, or (without `id_token_hint`, for a browser with a session) a confirmation form.",
+            "content": {
+              "text/html": {
+                "schema": {
+                  "type": "string"
+                }
+              }
+            }
+          },
+          "303": {
+            "description": "To the client's `post_logout_redirect_uri` (with `state`).",
+            "headers": {
+              "Location": {
+                "$ref": "#/components/headers/Location"
+              }
+            }
+          },
+          "400": {
+            "description": "An HTML error page (a hint that does not verify, a redirect URI off the list), or for a POST whose body is not a form, an OAuth error.",
+            "content": {
+              "text/html": {
+                "schema": {
+                  "type": "string"
+                }
+              },
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/OAuthError"
+                }
+              }
+            }
+          },
+          "403": {
+            "$ref": "#/components/responses/WebError"
+          },
+          "413": {
+            "$ref": "#/components/responses/OAuthError"
+          },
+          "429": {
+            "$ref": "#/components/responses/RateLimited"
+          },
+          "503": {
+            "$ref": "#/components/responses/OpenIDUnavailable"
+          }
+        },
+        "tags": [
+          "oidc"
+        ],
+        "summary": "End-session endpoint (RP-initiated logout)",
+        "description": "Ends the session the `id_token_hint` names and the browser's siwa session; without a hint a browser with a session must confirm (a form posting here, checked for this site's origin)."
+      },
+      "post": {
+        "operationId": "oauthLogoutPost",
+        "requestBody": {
+          "required": false,
+          "content": {
+            "application/x-www-form-urlencoded": {
+              "schema": {
+                "$ref": "#/components/schemas/OAuthLogoutRequest"
+              }
+            }
+          }
+        },
+        "responses": {
+          "200": {
+            "description": "The signed-out page, or (without `id_token_hint`, for a browser with a session) a confirmation form.",
+            "content": {
+              "text/html": {
+                "schema": {
+                  "type": "string"
+                }
+              }
+            }
+          },
+          "303": {
+            "description": "To the client's `post_logout_redirect_uri` (with `state`).",
+            "headers": {
+              "Location": {
+                "$ref": "#/components/headers/Location"
+              }
+            }
+          },
+          "400": {
+            "description": "An HTML error page (a hint that does not verify, a redirect URI off the list), or for a POST whose body is not a form, an OAuth error.",
+            "content": {
+              "text/html": {
+                "schema": {
+                  "type": "string"
+                }
+              },
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/OAuthError"
+                }
+              }
+            }
+          },
+          "403": {
+            "$ref": "#/components/responses/WebError"
+          },
+          "413": {
+            "$ref": "#/components/responses/OAuthError"
+          },
+          "429": {
+            "$ref": "#/components/responses/RateLimited"
+          },
+          "503": {
+            "$ref": "#/components/responses/OpenIDUnavailable"
+          }
+        },
+        "tags": [
+          "oidc"
+        ],
+        "summary": "End-session endpoint (RP-initiated logout)",
+        "description": "Ends the session the `id_token_hint` names and the browser's siwa session; without a hint a browser with a session must confirm (a form posting here, checked for this site's origin)."
+      }
+    },
+    "/oauth/revoke": {
+      "post": {
+        "operationId": "oauthRevoke",
+        "tags": [
+          "oidc"
+        ],
+        "x-siwa-condition": "`oidc.clients` configured (SIWA_OIDC_CLIENTS); sign-in through the web flow needs SIWA_SERVICES_ID",
+        "summary": "Token revocation (RFC 7009)",
+        "description": "The client authenticates; a refresh or access token it was issued ends that session. Always 200 for a token that is unknown or another client's.",
+        "security": [
+          {
+            "clientBasic": []
+          },
+          {}
+        ],
+        "requestBody": {
+          "required": true,
+          "content": {
+            "application/x-www-form-urlencoded": {
+              "schema": {
+                "$ref": "#/components/schemas/OAuthRevokeRequest"
+              }
+            }
+          }
+        },
+        "responses": {
+          "200": {
+            "description": "Revoked, or nothing to revoke (empty body)."
+          },
+          "400": {
+            "$ref": "#/components/responses/OAuthError"
+          },
+          "401": {
+            "$ref": "#/components/responses/OAuthError"
+          },
+          "413": {
+            "$ref": "#/components/responses/OAuthError"
+          },
+          "429": {
+            "$ref": "#/components/responses/RateLimited"
+          },
+          "503": {
+            "$ref": "#/components/responses/OpenIDUnavailable"
+          }
+        }
+      }
     }
   },
   "components": {
@@ -3060,6 +3534,11 @@ enum OpenAPIDocument {
         "type": "http",
         "scheme": "bearer",
         "description": "The Vapor tutorial's long-lived opaque token (the `accessToken` its sign-in answers, which is a refresh token of that contract), or a siwa access token."
+      },
+      "clientBasic": {
+        "type": "http",
+        "scheme": "basic",
+        "description": "A relying party's client id and secret (client_secret_basic); client_secret_post sends them as form fields instead, and a public client sends its client_id alone."
       }
     },
     "parameters": {
@@ -3298,6 +3777,38 @@ enum OpenAPIDocument {
           "application/json": {
             "schema": {
               "$ref": "#/components/schemas/RentManagerError"
+            }
+          }
+        }
+      },
+      "OAuthError": {
+        "description": "An OAuth error (`invalid_request`, `invalid_client`, `invalid_grant`, `unsupported_grant_type`, `invalid_token`, …); a 401 carries `WWW-Authenticate`.",
+        "content": {
+          "application/json": {
+            "schema": {
+              "$ref": "#/components/schemas/OAuthError"
+            }
+          }
+        }
+      },
+      "OpenIDUnavailable": {
+        "description": "The database is unreachable (with Retry-After): the OAuth shape (`temporarily_unavailable`) or siwa's (`database_unavailable`), an HTML page on browser routes.",
+        "content": {
+          "application/json": {
+            "schema": {
+              "anyOf": [
+                {
+                  "$ref": "#/components/schemas/OAuthError"
+                },
+                {
+                  "$ref": "#/components/schemas/Error"
+                }
+              ]
+            }
+          },
+          "text/html": {
+            "schema": {
+              "type": "string"
             }
           }
         }
@@ -4449,6 +4960,245 @@ enum OpenAPIDocument {
             "type": "string"
           },
           "error": {
+            "type": "string"
+          }
+        }
+      },
+      "OAuthError": {
+        "type": "object",
+        "description": "An error of the OpenID provider (RFC 6749 §5.2).",
+        "required": [
+          "error"
+        ],
+        "properties": {
+          "error": {
+            "type": "string"
+          },
+          "error_description": {
+            "type": "string"
+          }
+        }
+      },
+      "OpenIDConfiguration": {
+        "type": "object",
+        "description": "OpenID Connect Discovery 1.0 metadata.",
+        "required": [
+          "issuer",
+          "authorization_endpoint",
+          "token_endpoint",
+          "jwks_uri",
+          "response_types_supported",
+          "subject_types_supported",
+          "id_token_signing_alg_values_supported"
+        ],
+        "properties": {
+          "issuer": {
+            "type": "string"
+          },
+          "authorization_endpoint": {
+            "type": "string"
+          },
+          "token_endpoint": {
+            "type": "string"
+          },
+          "userinfo_endpoint": {
+            "type": "string"
+          },
+          "jwks_uri": {
+            "type": "string"
+          },
+          "end_session_endpoint": {
+            "type": "string"
+          },
+          "revocation_endpoint": {
+            "type": "string"
+          },
+          "scopes_supported": {
+            "type": "array",
+            "items": {
+              "type": "string"
+            }
+          },
+          "response_types_supported": {
+            "type": "array",
+            "items": {
+              "type": "string"
+            }
+          },
+          "subject_types_supported": {
+            "type": "array",
+            "items": {
+              "type": "string"
+            }
+          },
+          "id_token_signing_alg_values_supported": {
+            "type": "array",
+            "items": {
+              "type": "string"
+            }
+          },
+          "code_challenge_methods_supported": {
+            "type": "array",
+            "items": {
+              "type": "string"
+            }
+          },
+          "token_endpoint_auth_methods_supported": {
+            "type": "array",
+            "items": {
+              "type": "string"
+            }
+          },
+          "grant_types_supported": {
+            "type": "array",
+            "items": {
+              "type": "string"
+            }
+          },
+          "claims_supported": {
+            "type": "array",
+            "items": {
+              "type": "string"
+            }
+          }
+        }
+      },
+      "OAuthTokens": {
+        "type": "object",
+        "description": "Tokens (RFC 6749 §5.1): siwa's access token (with `client_id` and `scope`), a rotating refresh token, and from the authorization-code grant an ID token (ES256).",
+        "required": [
+          "access_token",
+          "token_type",
+          "expires_in"
+        ],
+        "properties": {
+          "access_token": {
+            "type": "string"
+          },
+          "token_type": {
+            "type": "string",
+            "enum": [
+              "Bearer"
+            ]
+          },
+          "expires_in": {
+            "type": "integer"
+          },
+          "refresh_token": {
+            "type": "string"
+          },
+          "id_token": {
+            "type": "string"
+          },
+          "scope": {
+            "type": "string"
+          }
+        }
+      },
+      "UserInfo": {
+        "type": "object",
+        "description": "The access token's user, with the claims its scope grants.",
+        "required": [
+          "sub"
+        ],
+        "properties": {
+          "sub": {
+            "type": "string",
+            "description": "The siwa user id."
+          },
+          "email": {
+            "type": "string"
+          },
+          "email_verified": {
+            "type": "boolean"
+          },
+          "is_private_email": {
+            "type": "boolean"
+          },
+          "name": {
+            "type": "string"
+          },
+          "given_name": {
+            "type": "string"
+          },
+          "family_name": {
+            "type": "string"
+          }
+        }
+      },
+      "OAuthTokenRequest": {
+        "type": "object",
+        "required": [
+          "grant_type"
+        ],
+        "properties": {
+          "grant_type": {
+            "type": "string",
+            "enum": [
+              "authorization_code",
+              "refresh_token"
+            ]
+          },
+          "code": {
+            "type": "string"
+          },
+          "redirect_uri": {
+            "type": "string"
+          },
+          "code_verifier": {
+            "type": "string"
+          },
+          "refresh_token": {
+            "type": "string"
+          },
+          "client_id": {
+            "type": "string"
+          },
+          "client_secret": {
+            "type": "string"
+          }
+        }
+      },
+      "OAuthRevokeRequest": {
+        "type": "object",
+        "required": [
+          "token"
+        ],
+        "properties": {
+          "token": {
+            "type": "string"
+          },
+          "token_type_hint": {
+            "type": "string",
+            "enum": [
+              "refresh_token",
+              "access_token"
+            ]
+          },
+          "client_id": {
+            "type": "string"
+          },
+          "client_secret": {
+            "type": "string"
+          }
+        }
+      },
+      "OAuthLogoutRequest": {
+        "type": "object",
+        "properties": {
+          "id_token_hint": {
+            "type": "string"
+          },
+          "post_logout_redirect_uri": {
+            "type": "string"
+          },
+          "state": {
+            "type": "string"
+          },
+          "client_id": {
+            "type": "string"
+          },
+          "confirm": {
             "type": "string"
           }
         }

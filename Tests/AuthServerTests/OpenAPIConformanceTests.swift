@@ -29,7 +29,7 @@ struct OpenAPIConformanceTests {
     /// other operation, with a user of their own, so that they do not sign the first pass's callers out halfway.
     static let ending = [
         "logout", "deleteMe", "serviceStackLogout", "adminEndSessions", "adminDisableUser", "adminEnableUser",
-        "adminDeleteUser", "consoleAction",
+        "adminDeleteUser", "consoleAction", "oauthLogout", "oauthLogoutPost", "oauthRevoke",
     ]
 
     /// Every client contract on; rate limits off (schemathesis sends hundreds of requests from one address).
