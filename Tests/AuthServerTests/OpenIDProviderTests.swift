@@ -171,6 +171,24 @@ struct OpenIDProviderTests {
         }
     }
 
+    /// userinfo answers what the token's scope grants: `openid` alone gives the subject, no email or name (the
+    /// scope travels in the verified access token's claims).
+    @Test func userInfoAnswersOnlyWhatTheScopeGrants() async throws {
+        try await run { harness in
+            let pkce = PKCE()
+            let path = ServerHarness.authorizePath(.a, scope: "openid", pkce: pkce)
+            let (query, _, _) = try await harness.openIDSignIn(path, email: "narrow@example.com")
+            let answer = try await harness.redeem(try #require(query["code"]), .a, verifier: pkce.verifier)
+            let access = try #require(answer.json["access_token"] as? String)
+            for _ in 0..<2 {  // the second answer comes from the verified-token cache
+                let info = try await harness.call(.get, "/oauth/userinfo", bearer: access)
+                #expect(info.status == .ok)
+                #expect(info.json["sub"] is String)
+                #expect(info.json["email"] == nil && info.json["name"] == nil, "\(info.json)")
+            }
+        }
+    }
+
     @Test func anExpiredBrowserSessionIsRenewedAndPromptLoginSignsInAgain() async throws {
         try await run { harness in
             let (_, _, browser) = try await harness.openIDSignIn(ServerHarness.authorizePath(.a))

@@ -30,9 +30,8 @@ extension OpenIDController {
         guard let user = try await store.user(id: claims.userID), user.status == .active else {
             throw OAuthError.invalidToken("the account is disabled or no longer exists")
         }
-        let scope =
-            issuer.signedClaims(token)?["scope"]?.stringValue.map(Self.scopeSet)
-            ?? Set(OpenIDConfiguration.supportedScopes)
+        // The scope came with the verified (and cached) claims: no second signature check.
+        let scope = claims.scope.map(Self.scopeSet) ?? Set(OpenIDConfiguration.supportedScopes)
         return try Self.noStore(Self.userClaims(user, scope: scope))
     }
 

@@ -18,4 +18,6 @@ public struct AccessTokenClaims: Sendable, Hashable {
     public var issuedAt: Date
     /// `exp`.
     public var expiresAt: Date
+    /// `scope`: what a relying party's token grants (siwa's OpenID provider); `nil` for siwa's own tokens.
+    public var scope: String? = nil
 }

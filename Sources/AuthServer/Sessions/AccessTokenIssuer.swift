@@ -210,7 +210,8 @@ public final class AccessTokenIssuer: Sendable {
             sessionID: sessionID,
             tokenID: jti,
             issuedAt: Date(timeIntervalSince1970: iat),
-            expiresAt: Date(timeIntervalSince1970: exp)
+            expiresAt: Date(timeIntervalSince1970: exp),
+            scope: claims["scope"]?.stringValue
         )
     }
 
