@@ -58,6 +58,8 @@ public struct AuthServerError: Error, HTTPResponseError, CustomStringConvertible
         static let accountDeleted = "account_deleted"
         static let accountDisabled = "account_disabled"
         static let adminRequired = "admin_required"
+        /// An access token siwa's OpenID provider issued to another app, presented on siwa's own routes.
+        static let relyingPartyToken = "relying_party_token"
         static let appleError = "apple_error"
         static let appleUnavailable = "apple_unavailable"
         static let csrfCheckFailed = "csrf_check_failed"

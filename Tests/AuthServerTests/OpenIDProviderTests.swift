@@ -411,7 +411,17 @@ struct OpenIDProviderTests {
             let tokens = try await harness.redeem(try #require(query["code"]), .a)
             let access = try #require(tokens.json["access_token"] as? String)
             let refresh = try #require(tokens.json["refresh_token"] as? String)
-            #expect(try await harness.call(.delete, "/api/me", bearer: access).status == .noContent)
+            // The relying party's token is no siwa session: it cannot delete the account (nor reach /api/me or the
+            // admin API); the user's own siwa session can.
+            let refused = try await harness.call(.delete, "/api/me", bearer: access)
+            #expect(refused.status == .unauthorized)
+            #expect(refused.json["error"] as? String == "relying_party_token")
+            #expect(try await harness.call(.get, "/api/me", bearer: access).status == .unauthorized)
+            #expect(try await harness.call(.get, "/admin/api/users", bearer: access).status == .unauthorized)
+            let own = try await harness.signIn("rp-user@example.com")
+            let ownToken = try #require(own.json["accessToken"] as? String)
+            #expect(own.json.user["id"] as? String == (try ServerHarness.claims(of: access)["sub"] as? String))
+            #expect(try await harness.call(.delete, "/api/me", bearer: ownToken).status == .noContent)
             #expect(try await harness.refresh(refresh, .a).json["error"] as? String == "invalid_grant")
             #expect(try await harness.call(.get, "/oauth/userinfo", bearer: access).status == .unauthorized)
         }
@@ -506,6 +516,41 @@ struct OpenIDProviderTests {
             #expect(confirmed.status == .ok && confirmed.body.contains("Signed out"))
             let afterwards = try await harness.browser(.get, ServerHarness.authorizePath(.a), cookies: browser.cookies)
             #expect(afterwards.location?.hasPrefix("/auth/apple/authorize") == true)
+        }
+    }
+
+    /// Any ID token issued here verifies, an attacker's own too: a link carrying one must not sign another user's
+    /// browser out unasked.
+    @Test func aHintOfAnotherUserStillAsksTheBrowsersUser() async throws {
+        try await run { harness in
+            let (attackerQuery, _, _) = try await harness.openIDSignIn(
+                ServerHarness.authorizePath(.a),
+                email: "attacker@example.com"
+            )
+            let attackerTokens = try await harness.redeem(try #require(attackerQuery["code"]), .a)
+            let attackerIDToken = try #require(attackerTokens.json["id_token"] as? String)
+            harness.browserCookies.clear()
+            let (_, _, victim) = try await harness.openIDSignIn(
+                ServerHarness.authorizePath(.a),
+                email: "victim@example.com"
+            )
+            let link = try await harness.browser(
+                .get,
+                "/oauth/logout?" + ServerHarness.formEncode([("id_token_hint", attackerIDToken)]),
+                cookies: victim.cookies
+            )
+            #expect(link.status == .ok)
+            #expect(link.body.contains(#"<form method="post" action="/oauth/logout">"#), "asked first")
+            #expect(link.setCookies["siwa_session"] == nil, "the victim's cookies are left alone")
+            #expect(try await harness.authorize(ServerHarness.authorizePath(.a), browser: victim)["code"] != nil)
+
+            // An access token is no ID token hint.
+            let access = try #require(attackerTokens.json["access_token"] as? String)
+            let asHint = try await harness.browser(
+                .get,
+                "/oauth/logout?" + ServerHarness.formEncode([("id_token_hint", access)])
+            )
+            #expect(asHint.status == .badRequest)
         }
     }
 

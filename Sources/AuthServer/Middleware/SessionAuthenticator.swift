@@ -24,8 +24,18 @@ struct SessionAuthenticator: RouterMiddleware {
     ) async throws -> Response {
         var context = context
         if let bearer = request.bearerToken {
-            do {
-                context.authentication = .bearer(try sessions.authenticate(bearer))
+            do throws(AuthServerError) {
+                let claims = try sessions.authenticate(bearer)
+                // A relying party's token (siwa's OpenID provider gave it a scope) is for /oauth/userinfo and the
+                // team's services, never a session on siwa's own routes: an app that signed a user in with `openid`
+                // must not delete their account or use their admin role.
+                guard claims.scope == nil else {
+                    throw AuthServerError.unauthorized(
+                        AuthServerError.Code.relyingPartyToken,
+                        "a relying party's access token is not accepted on siwa's own routes"
+                    )
+                }
+                context.authentication = .bearer(claims)
             } catch {
                 context.authentication = .refused(error)
             }

@@ -57,7 +57,10 @@ extension OpenIDController {
         }
         var hint: JSONValue?
         if let token = parameters["id_token_hint"] {
-            guard let claims = issuer.signedClaims(token), claims["sid"] != nil else {
+            // An ID token: signed here, naming a session, and not an access token (whose audience is siwa's own).
+            guard let claims = issuer.signedClaims(token), claims["sid"] != nil,
+                claims["aud"]?.stringValue != configuration.accessTokenAudience
+            else {
                 return Self.page("invalid_request", "The sign-out request's id_token_hint was not issued here.")
             }
             hint = claims
@@ -100,7 +103,11 @@ extension OpenIDController {
         }
         let browserClaims: AccessTokenClaims? =
             if case .cookie(let claims) = context.authentication { claims } else { nil }
-        if hint == nil, !confirmed, cookies.present(in: request) {
+        // A browser with a session is asked first unless the hint is that browser's own user's: any ID token verifies
+        // (an attacker's own, too), so a link with one must not sign someone else out unasked.
+        let hintIsThisBrowsers =
+            browserClaims.map { hint?["sub"]?.stringValue == $0.userID.description } ?? false
+        if !hintIsThisBrowsers, !confirmed, cookies.present(in: request) {
             return Self.confirmationPage(parameters)
         }
         if let hint, let sessionID = hint["sid"]?.stringValue.flatMap(SessionID.init),
