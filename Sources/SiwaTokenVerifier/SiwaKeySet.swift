@@ -48,9 +48,10 @@ actor SiwaKeySet {
     func key(_ kid: String, now: Date) async throws(SiwaTokenError) -> P256.Signing.PublicKey {
         let known = keys[kid]
         if let known, let fetchedAt, now.timeIntervalSince(fetchedAt) < maximumAge { return known }
-        // A fetch already running is waited for (it may bring the key); else a new one, unless the last was too recent.
+        // A fetch already running is waited for (it may bring the key); else a new one, unless the last was too recent
+        // (also for a known key of a stale set: while the issuer is down, one attempt per interval, not per token).
         let mayFetch = attemptedAt.map { now.timeIntervalSince($0) >= minimumRefetchInterval } ?? true
-        if inFlight != nil || mayFetch || known != nil {
+        if inFlight != nil || mayFetch {
             do {
                 try await refresh(now: now)
             } catch {

@@ -70,6 +70,11 @@ struct AdminConsoleTests {
             let admin = try await Self.signIn(server, "admin@example.com")
             try await server.store.grantAdmin(AdminSubject(admin.id), by: .operator, now: Date())
             let user = try await Self.signIn(server, "target@example.com")
+            // With this session's own form token, so that only the origin checks can refuse the post.
+            let detail = try await Self.get(server, "/admin/users/\(user.id)", bearer: admin.token)
+            let marker = "name=\"token\" value=\""
+            let start = try #require(detail.html.range(of: marker)).upperBound
+            let token = String(detail.html[start...].prefix(43))
             for origin in ["https://evil.example", nil] {
                 var headers: HTTPFields = [
                     .cookie: "siwa_session=\(admin.token)", .contentType: "application/x-www-form-urlencoded",
@@ -79,9 +84,10 @@ struct AdminConsoleTests {
                     uri: "/admin/users/\(user.id)/disable",
                     method: .post,
                     headers: headers,
-                    body: ByteBuffer(string: "confirm=yes")
+                    body: ByteBuffer(string: "token=\(token)&confirm=yes")
                 )
                 #expect(response.status == .forbidden, "origin \(origin ?? "none")")
+                #expect(!String(buffer: response.body).contains("reload the page"), "refused for its origin")
                 #expect(response.headers[.location] == nil)
                 #expect(String(buffer: response.body).contains("csrf_check_failed"))
             }
@@ -141,7 +147,8 @@ struct AdminConsoleTests {
             for query in ["type=nonsense", "user=not-an-id", "since=yesterday"] {
                 let refused = try await Self.get(server, "/admin/audit?\(query)", bearer: admin.token)
                 #expect(refused.status == .badRequest, "\(query)")
-                #expect(refused.html.contains(String(query.prefix { $0 != "=" })), "the page names the parameter")
+                let name = String(query.prefix { $0 != "=" })
+                #expect(refused.html.contains("&#39;\(name)&#39;"), "the page names the parameter: \(name)")
             }
         }
     }

@@ -1,5 +1,6 @@
 import AuthServer
 import Foundation
+import SiwaTesting
 import SiwaTokenVerifier
 import SiwaTokenVerifierAsyncHTTPClient
 import Testing
@@ -14,7 +15,8 @@ struct SiwaTokenVerifierServerTests {
             let verifier = SiwaTokenVerifier(
                 issuer: harness.serverURL,
                 audience: "siwa",
-                transport: AsyncHTTPClientKeyTransport()
+                transport: AsyncHTTPClientKeyTransport(),
+                now: { harness.clock.now }  // siwa's clock: the tokens' times are the harness's
             )
             let answer = try await harness.signIn("verified@example.com")
             let access = try #require(answer.json["accessToken"] as? String)
@@ -36,13 +38,21 @@ struct SiwaTokenVerifierServerTests {
             #expect(rpClaims.clientID == RelyingParty.a.id)
             #expect(rpClaims.scopes.contains("openid"))
 
-            // Another issuer's verifier refuses siwa's tokens: discovery names siwa, not it.
+            // A verifier made for another issuer (here siwa's URL with a trailing slash: the same discovery document)
+            // refuses siwa's keys: the document names siwa's issuer, not the one asked for.
             let impostor = SiwaTokenVerifier(
-                issuer: harness.serverURL + "/elsewhere",
+                issuer: harness.serverURL + "/",
                 audience: "siwa",
-                transport: AsyncHTTPClientKeyTransport()
+                transport: AsyncHTTPClientKeyTransport(),
+                now: { harness.clock.now }
             )
-            await #expect(throws: SiwaTokenError.self) { try await impostor.verify(access) }
+            do throws(SiwaTokenError) {
+                _ = try await impostor.verify(access)
+                Issue.record("a verifier for another issuer accepted siwa's token")
+            } catch {
+                #expect(error.code == .keysUnavailable)
+                #expect(error.message.contains("names issuer"), "\(error)")
+            }
         }
     }
 }

@@ -278,11 +278,12 @@ struct SiwaTokenVerifierTests {
             // Down after the keys were read: a known key keeps working past the cache's age; an unknown one cannot.
             issuer.state.withLock { $0.down = true }
             clock.advance(7_200)
-            _ = try await verifier.verify(
-                try Token.sign(Self.claims(url, now: clock.now), kid: "k1", key: key)
-            )
+            let stale = try Token.sign(Self.claims(url, now: clock.now), kid: "k1", key: key)
+            let before = issuer.fetches.keySet
+            for _ in 0..<5 { _ = try await verifier.verify(stale) }
+            #expect(issuer.fetches.keySet == before + 1, "one attempt per refetch interval, not one per token")
             clock.advance(11)
-            let unknown = try Token.sign(Self.claims(url, now: time), kid: "k2", key: key)
+            let unknown = try Token.sign(Self.claims(url, now: clock.now), kid: "k2", key: key)
             #expect(await Self.refusal(verifier, unknown) == .keysUnavailable)
         }
     }
