@@ -110,6 +110,8 @@ nonisolated func runBenchmarks() async throws {
 
 if CommandLine.arguments.count > 1, CommandLine.arguments[1] == "store-pools" {
     try await runStorePools(arguments: Array(CommandLine.arguments.dropFirst(2)))
+} else if CommandLine.arguments.count > 1, CommandLine.arguments[1] == "store-sqlite" {
+    try await runStoreSQLite(arguments: Array(CommandLine.arguments.dropFirst(2)))
 } else {
     try await runBenchmarks()
 }
