@@ -74,12 +74,15 @@ let package = Package(
         ),
         // Storage protocol and the in-memory implementation (grows with the server issue).
         .target(name: "AccountStore", dependencies: ["AppleSignIn"], swiftSettings: swiftSettings),
+        // SQLite's C API from the copy SQLiteNIO links (declarations only; see its header), for the SQLite writer.
+        .target(name: "SiwaSQLite3"),
         // SQL store over SQLKit: SQLite and PostgreSQL (grows with the server issue).
         .target(
             name: "AccountStoreSQL",
             dependencies: [
                 "AccountStore",
                 "AppleSignIn",
+                "SiwaSQLite3",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

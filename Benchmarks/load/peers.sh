@@ -14,8 +14,12 @@
 # ratios siwa / peer, each route's share of /healthz, and siwa's CPU against the floor. Loopback only; every run is
 # bounded (DURATION seconds, CONNECTIONS connections).
 #
+# BASELINE_BINARY (another build of siwa, e.g. the commit before a change) adds it as a target of its own on SQLite,
+# "siwa-baseline", whose sign-in, /api/me and refresh run in the same rounds: a change's effect in one run.
+#
 #   Benchmarks/load/peers.sh
 #   DURATION=5 ROUNDS=3 SIWA_BINARY=/tmp/siwa PEER_BINARY=/tmp/peer Benchmarks/load/peers.sh
+#   BASELINE_BINARY=/tmp/siwa-before SIWA_BINARY=/tmp/siwa Benchmarks/load/peers.sh
 set -euo pipefail
 DURATION=${DURATION:-10}
 CONNECTIONS=${CONNECTIONS:-64}
@@ -28,6 +32,7 @@ SERVER_PORT=${SERVER_PORT:-18080}
 PG_SERVER_PORT=${PG_SERVER_PORT:-18083}
 PEER_PORT=${PEER_PORT:-18081}
 PEER_WAL_PORT=${PEER_WAL_PORT:-18082}
+BASELINE_PORT=${BASELINE_PORT:-18084}
 EMULATOR_PORT=${EMULATOR_PORT:-19090}
 BUNDLE=com.example.siwa.demo
 
@@ -55,9 +60,9 @@ fi
 start_emulator "$EMULATOR_PORT" --server-url "http://127.0.0.1:$SERVER_PORT"
 
 declare -A PID_OF PORT_OF
-start_siwa() { # name database port
+start_siwa() { # name database port [binary]
   server_environment "$2" "$3" "$WORK/$1.sqlite"
-  (cd "$WORK" && exec env "${SERVER_ENV[@]}" SIWA_COMPAT=vapor "$SIWA" serve >"$WORK/$1.log" 2>&1) &
+  (cd "$WORK" && exec env "${SERVER_ENV[@]}" SIWA_COMPAT=vapor "${4:-$SIWA}" serve >"$WORK/$1.log" 2>&1) &
   PIDS+=($!)
   PID_OF[$1]=$!
   PORT_OF[$1]=$3
@@ -80,6 +85,10 @@ start_peer() { # name port wal
 
 start_siwa siwa sqlite "$SERVER_PORT"
 SIWAS=(siwa)
+if [ -n "${BASELINE_BINARY:-}" ]; then
+  start_siwa siwa-baseline sqlite "$BASELINE_PORT" "$BASELINE_BINARY"
+  SIWAS+=(siwa-baseline)
+fi
 if [[ " $DATABASES " == *" postgres "* ]]; then
   start_siwa siwa-pg postgres "$PG_SERVER_PORT"
   SIWAS+=(siwa-pg)
@@ -138,6 +147,9 @@ for round in $(seq 1 "$ROUNDS"); do
   run "sign-in:peer-wal" peer-wal /api/auth/siwa vapor "$WORK/identity-tokens"
   run "me:siwa-api-me-one-token" siwa /api/me bearer "$WORK/siwa-access-one"
   run "me:siwa-api-me-distinct" siwa /api/me bearer "$WORK/siwa-access-many"
+  if [ -n "${BASELINE_BINARY:-}" ]; then
+    run "me:siwa-baseline-api-me-one-token" siwa-baseline /api/me bearer "$WORK/siwa-baseline-access-one"
+  fi
   run "me:siwa-contract" siwa /api/users/me bearer "$WORK/siwa-contract"
   run "me:peer" peer /api/users/me bearer "$WORK/peer-bearer"
   run "me:peer-wal" peer-wal /api/users/me bearer "$WORK/peer-wal-bearer"

@@ -58,10 +58,23 @@ for a, b in pairs:
     if r:
         print(f"| {a} | {b} | {r[0]:.2f}× | {r[1]:.2f}× |")
 
+baseline_pairs = [
+    ("sign-in:siwa-native", "sign-in:siwa-baseline-native"), ("refresh:siwa", "refresh:siwa-baseline"),
+    ("me:siwa-api-me-one-token", "me:siwa-baseline-api-me-one-token"),
+]
+if any(b in runs for _, b in baseline_pairs):
+    print("\nsiwa / the baseline build (BASELINE_BINARY), same run:\n")
+    print("| siwa | baseline | throughput | CPU per request |")
+    print("|---|---|---|---|")
+    for a, b in baseline_pairs:
+        r = ratio(a, b)
+        if r:
+            print(f"| {a} | {b} | {r[0]:.2f}× | {r[1]:.2f}× |")
+
 healthz = stat("healthz:siwa", 0)[0]
 print(f"\nShare of /healthz on the same run (siwa /healthz: {healthz:,.0f} req/s, {stat('healthz:siwa', 1)[0]:.0f} µs):\n")
 for label in runs:
-    if label.startswith("healthz") or "peer" in label:
+    if label.startswith("healthz") or "peer" in label or "baseline" in label:
         continue
     print(f"- {label}: {100 * stat(label, 0)[0] / healthz:.0f}% of /healthz")
 

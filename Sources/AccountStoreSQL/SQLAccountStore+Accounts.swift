@@ -1,6 +1,7 @@
 public import AccountStore
 public import AppleSignIn
 import SQLKit
+import SQLiteNIO
 
 #if canImport(FoundationEssentials)
 public import FoundationEssentials
@@ -114,44 +115,30 @@ extension SQLAccountStore {
             }
         }
 
-        // SQLite, a returning user with a session: one statement, whose trigger updates the account and inserts the
-        // session and its refresh token (see SQLiteStatements), then the account read outside the write lock. No
-        // account: not a returning user, and nothing was written; the transaction below handles every other case
-        // (and a connection whose schema cache is stale, see SQLiteStatements.isStaleSchema).
+        // SQLite, a returning user with a session: one job on the writer (see SQLiteWriter): one statement, whose
+        // trigger updates the account and inserts the session, its refresh token and the audit event (see
+        // SQLiteStatements), then the account read back on the same connection, both prepared once. No account: not a
+        // returning user, and nothing was written; the transaction below handles every other case (and a schema cache
+        // that another process's migration made stale, see SQLiteStatements.isStaleSchema).
         if connections.flavor == .sqlite, let sessionRow {
-            let wrote = try await writeStatements("sign in") { database in
+            let binds: [SQLiteData] = [
+                .text(clientID), .optional(email), .optional(newEmailVerified), .optional(newIsPrivateEmail),
+                .optional(givenName), .optional(familyName), .integer(Int(now)), .text(appleUserID),
+                .optional(emailKey), .optional(givenNameKey), .optional(familyNameKey), .text(sessionRow.id),
+                .text(sessionRow.hash), .integer(Int(sessionRow.issuedAt)), .integer(Int(sessionRow.expiresAt)),
+                .optional(sessionRow.channel), .optional(sessionRow.userAgent), .optional(sessionRow.clientAddress),
+                .text(signInEventID),
+            ]
+            let returning = try await sqliteWriter("sign in") { connection -> UserRecord? in
                 do {
-                    try await database.raw(
-                        """
-                        INSERT INTO returning_sign_ins (
-                            client_id, email, email_verified, is_private_email, given_name, family_name, now,
-                            apple_user_id, email_key, given_name_key, family_name_key, session_id, refresh_token_hash,
-                            issued_at, expires_at, channel, user_agent, client_address, event_id
-                        ) VALUES (
-                            \(bind: clientID), \(bind: email), \(bind: newEmailVerified), \(bind: newIsPrivateEmail),
-                            \(bind: givenName), \(bind: familyName), \(bind: now), \(bind: appleUserID),
-                            \(bind: emailKey), \(bind: givenNameKey), \(bind: familyNameKey), \(bind: sessionRow.id),
-                            \(bind: sessionRow.hash), \(bind: sessionRow.issuedAt), \(bind: sessionRow.expiresAt),
-                            \(bind: sessionRow.channel), \(bind: sessionRow.userAgent), \(bind: sessionRow.clientAddress),
-                            \(bind: signInEventID)
-                        )
-                        """
-                    ).run()
-                    return true
+                    _ = try connection.run(SQLiteStatements.returningSignIn, binds)
                 } catch  where SQLiteStatements.isStaleSchema(error) {
-                    return false
+                    return nil
                 }
+                return try connection.run(SQLiteStatements.userOfSession, [.text(sessionRow.id)]).first.map(
+                    SQLRecords.user
+                )
             }
-            let returning =
-                wrote
-                ? try await read("sign in") { database in
-                    try await database.raw(
-                        """
-                        SELECT \(unsafeRaw: SQLRecords.userColumns) FROM users
-                        WHERE id = (SELECT user_id FROM sessions WHERE id = \(bind: sessionRow.id))
-                        """
-                    ).first().map(SQLRecords.user)
-                } : nil
             if let returning { return SignInOutcome(user: returning, isNewUser: false) }
         }
 

@@ -1,5 +1,6 @@
 public import AccountStore
 import SQLKit
+import SQLiteNIO
 
 #if canImport(FoundationEssentials)
 public import FoundationEssentials
@@ -96,26 +97,21 @@ extension SQLAccountStore {
                 return .rotated(sessionID: try SQLValue.sessionID(sessionID), userID: try SQLValue.userID(userID))
             }
         }
-        // SQLite: one statement, whose trigger inserts the successor and marks the presented token used (see
-        // SQLiteStatements); its RETURNING clause, evaluated after the trigger, reads the successor (current, unlike a
-        // used token that the caller might have named as the next), so the answer comes with the write and no failure
-        // can fall between them. No successor: the token was not current (or the connection's schema cache is stale,
-        // see SQLiteStatements.isStaleSchema); the transaction below finds out why.
+        // SQLite: one job on the writer (see SQLiteWriter), one statement prepared once, whose trigger inserts the
+        // successor and marks the presented token used (see SQLiteStatements); its RETURNING clause, evaluated after
+        // the trigger, reads the successor (current, unlike a used token that the caller might have named as the
+        // next), so the answer comes with the write and no failure can fall between them. No successor: the token was
+        // not current (or the schema cache is stale, see SQLiteStatements.isStaleSchema); the transaction below finds
+        // out why.
         if connections.flavor == .sqlite {
-            let rotated = try await writeStatements("rotate a refresh token") { database -> (String, String)? in
-                let row: (any SQLRow)?
+            let binds: [SQLiteData] = [
+                .text(presented), .text(nextHash), .integer(Int(now)), .integer(Int(issuedAt)),
+                .integer(Int(expiresAt)),
+            ]
+            let rotated = try await sqliteWriter("rotate a refresh token") { connection -> (String, String)? in
+                let row: SQLiteWriter.Row?
                 do {
-                    row = try await database.raw(
-                        """
-                        INSERT INTO refresh_rotations (presented_hash, next_hash, now, issued_at, expires_at)
-                        VALUES (\(bind: presented), \(bind: nextHash), \(bind: now), \(bind: issuedAt), \(bind: expiresAt))
-                        RETURNING
-                            (SELECT session_id FROM refresh_tokens WHERE hash = \(bind: nextHash) AND used_at IS NULL)
-                                AS session_id,
-                            (SELECT user_id FROM refresh_tokens WHERE hash = \(bind: nextHash) AND used_at IS NULL)
-                                AS user_id
-                        """
-                    ).first()
+                    row = try connection.run(SQLiteStatements.refreshRotation, binds).first
                 } catch  where SQLiteStatements.isStaleSchema(error) {
                     return nil
                 }

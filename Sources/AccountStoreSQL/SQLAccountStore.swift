@@ -85,7 +85,7 @@ public final class SQLAccountStore: AccountStore {
             threadPool: threadPool,
             busyTimeoutMilliseconds: Int(clamping: milliseconds)
         )
-        let connections = SQLConnectionPool(
+        let readers = SQLConnectionPool(
             open: { logger, eventLoop in source.makeConnection(logger: logger, on: eventLoop) },
             flavor: .sqlite,
             limit: loops * connectionsPerEventLoop,
@@ -96,9 +96,10 @@ public final class SQLAccountStore: AccountStore {
                 try? await threadPool.shutdownGracefully()
             }
         )
+        let connections: SQLiteConnections
         do {
             let mode = try await whileBusy(logger: logger) {
-                try await connections.withConnection { database in
+                try await readers.withConnection { database in
                     try await database.raw("PRAGMA journal_mode = WAL").first()?.decode(
                         column: "journal_mode",
                         as: String.self
@@ -108,8 +109,14 @@ public final class SQLAccountStore: AccountStore {
             if mode?.lowercased() != "wal" {
                 logger.warning("SQLite did not switch the store to WAL mode", metadata: ["mode": "\(mode ?? "none")"])
             }
+            let writer = try await SQLiteWriter.open(
+                path: path,
+                busyTimeoutMilliseconds: source.busyTimeoutMilliseconds,
+                logger: driverLogger(logger)
+            )
+            connections = SQLiteConnections(readers: readers, writer: writer)
         } catch {
-            await connections.shutdown()
+            await readers.shutdown()
             throw StoreError(mapping: error, during: "open the SQLite store")
         }
         return try await open(connections, schema: nil, logger: logger)
@@ -211,7 +218,7 @@ public final class SQLAccountStore: AccountStore {
         while true {
             do {
                 return try await step()
-            } catch let error as SQLiteError where Self.isBusy(error.reason) {
+            } catch let error where Self.isBusy(error) {
                 guard ContinuousClock.now + pause < deadline else { throw error }
                 logger.debug("the SQLite file is busy: another connection is opening or migrating it; waiting")
                 try await Task.sleep(for: pause)
@@ -220,8 +227,10 @@ public final class SQLAccountStore: AccountStore {
         }
     }
 
-    private static func isBusy(_ reason: SQLiteError.Reason) -> Bool {
-        switch reason {
+    private static func isBusy(_ error: any Error) -> Bool {
+        if let error = error as? SQLiteWriterError { return error.isBusy }
+        guard let reason = (error as? SQLiteError)?.reason else { return false }
+        return switch reason {
         case .busy, .locked, .busyInRecovery, .busyInSnapshot, .busyTimeout, .lockedBySharedCache: true
         default: false
         }
@@ -318,6 +327,22 @@ public final class SQLAccountStore: AccountStore {
     ) async throws(StoreError) -> R {
         do {
             return try await connections.withWriteStatements(body)
+        } catch {
+            throw failure(error, operation)
+        }
+    }
+
+    /// SQLite only: runs `body` as one job on the writer's connection (see ``SQLiteWriter``), after the writes queued
+    /// before it. `body` runs on the writer's thread.
+    func sqliteWriter<R: Sendable>(
+        _ operation: String,
+        _ body: @escaping @Sendable (SQLiteWriter.Connection) throws -> R
+    ) async throws(StoreError) -> R {
+        do {
+            guard let sqlite = connections as? SQLiteConnections else {
+                throw StoreError(.invalidInput, "a SQLite statement was sent to \(connections.flavor)")
+            }
+            return try await sqlite.writer.perform(body)
         } catch {
             throw failure(error, operation)
         }

@@ -31,7 +31,8 @@ extension SQLiteConnection: PooledConnection {
 /// lease and a release each hopped to an event loop and back, as many hops as the statements themselves make
 /// (SQLiteNIO's thread pool, PostgresNIO's channel), and a request queued behind its own loop's connections while
 /// the other loop's were free. Here a lease takes an idle connection under a `Mutex`, or opens one, or waits for the
-/// next release in arrival order. On SQLite, writes take turns through ``SQLWriteGate``.
+/// next release in arrival order. On SQLite, the pool serves reads only: writes go to
+/// the ``SQLiteWriter``.
 ///
 /// PostgresNIO sends a statement with `channel.write(task, promise: nil)`: a statement sent on a connection whose
 /// channel has closed (PostgreSQL restarting ends every session) and lost its handlers is dropped without failing,
@@ -49,7 +50,6 @@ final class SQLConnectionPool<Connection: PooledConnection>: SQLConnections {
     let limit: Int
     private let logger: Logger
     private let makeDatabase: @Sendable (Connection) -> any SQLDatabase
-    private let writeGate = SQLWriteGate()
     private let state = Mutex(State())
     private let afterShutdown: @Sendable () async -> Void
     private let lossGrace: TimeAmount
@@ -113,9 +113,7 @@ final class SQLConnectionPool<Connection: PooledConnection>: SQLConnections {
         lock: SQLTransactionLock?,
         _ body: @escaping @Sendable (any SQLDatabase) async throws -> R
     ) async throws -> R {
-        if flavor == .sqlite { await writeGate.acquire() }
-        defer { if flavor == .sqlite { writeGate.release() } }
-        return try await lease { connection in
+        try await lease { connection in
             try await runTransaction(
                 on: self.makeDatabase(connection),
                 flavor: self.flavor,
@@ -130,9 +128,7 @@ final class SQLConnectionPool<Connection: PooledConnection>: SQLConnections {
     func withWriteStatements<R: Sendable>(
         _ body: @escaping @Sendable (any SQLDatabase) async throws -> R
     ) async throws -> R {
-        if flavor == .sqlite { await writeGate.acquire() }
-        defer { if flavor == .sqlite { writeGate.release() } }
-        return try await withConnection(body)
+        try await withConnection(body)
     }
 
     func withPostgresConnection<R: Sendable>(

@@ -16,8 +16,8 @@ protocol SQLConnections: Sendable {
         _ body: @escaping @Sendable (any SQLDatabase) async throws -> R
     ) async throws -> R
 
-    /// Runs `body`, whose write statements each commit on their own, on a connection of its own; on SQLite in turn
-    /// with this process's other writers (see ``SQLWriteGate``).
+    /// Runs `body`, whose write statements each commit on their own, on a connection of its own; on SQLite on the
+    /// ``SQLiteWriter``, in turn with this process's other writes.
     func withWriteStatements<R: Sendable>(
         _ body: @escaping @Sendable (any SQLDatabase) async throws -> R
     ) async throws -> R

@@ -1,4 +1,5 @@
 import AccountStore
+import SQLiteNIO
 
 #if canImport(FoundationEssentials)
 import FoundationEssentials
@@ -88,4 +89,12 @@ enum SQLValue {
         default: nil
         }
     }
+}
+
+extension SQLiteData {
+    /// A text value, or NULL.
+    static func optional(_ text: String?) -> SQLiteData { text.map { .text($0) } ?? .null }
+
+    /// An integer value, or NULL.
+    static func optional(_ integer: Int64?) -> SQLiteData { integer.map { .integer(Int($0)) } ?? .null }
 }

@@ -6,11 +6,12 @@ import SQLiteKit
 import SQLiteNIO
 import Synchronization
 
-/// Opens connections to one SQLite file with the settings siwa relies on.
+/// Opens the reading connections to one SQLite file with the settings siwa relies on (the writer opens its own, see
+/// ``SQLiteWriter``).
 ///
 /// Every connection waits up to `busyTimeoutMilliseconds` for another writer (another process, or another connection
-/// of the pool) instead of failing at once, enforces foreign keys, syncs at `NORMAL`, which is safe in WAL mode, and
-/// has the temporary views and triggers of ``SQLiteStatements``.
+/// of the pool) instead of failing at once, enforces foreign keys, and syncs at `NORMAL`, which is safe in WAL
+/// mode (for the rare write a reader still makes, such as switching a new file to WAL).
 /// WAL itself is a property of the file, set once when the store opens.
 struct SQLiteFileConnectionSource: Sendable {
     let path: String
@@ -52,13 +53,6 @@ struct SQLiteFileConnectionSource: Sendable {
                 connection.query("PRAGMA busy_timeout = \(busyTimeout)", [])
                     .flatMap { _ in connection.query("PRAGMA foreign_keys = ON", []) }
                     .flatMap { _ in connection.query("PRAGMA synchronous = NORMAL", []) }
-                    .flatMap { _ in
-                        SQLiteStatements.connectionSetup.reduce(connection.eventLoop.makeSucceededVoidFuture()) {
-                            done,
-                            statement in
-                            done.flatMap { connection.query(statement, []).map { _ in } }
-                        }
-                    }
                     .map { _ in connection }
                     .flatMapError { error in
                         connection.close().flatMapThrowing { throw error }

@@ -22,12 +22,41 @@ enum SQLiteStatements {
 
     /// Whether `error` is a trigger compiled against a stale schema cache (see above).
     static func isStaleSchema(_ error: any Error) -> Bool {
+        if let error = error as? SQLiteWriterError {
+            return error.primaryCode == 1
+                && (error.message.hasPrefix("no such table") || error.message.hasPrefix("no such column"))
+        }
         guard let error = error as? SQLiteError else { return false }
         return error.reason == .error
             && (error.message.hasPrefix("no such table") || error.message.hasPrefix("no such column"))
     }
 
-    /// Created on every connection when it opens (temporary objects belong to their connection).
+    /// A returning user's sign-in: its values in the order of ``SQLAccountUpdate/Value`` and then
+    /// ``returningSignInColumns`` (the caller binds them by position).
+    static let returningSignIn = """
+        INSERT INTO returning_sign_ins (
+            client_id, email, email_verified, is_private_email, given_name, family_name, now,
+            apple_user_id, email_key, given_name_key, family_name_key, session_id, refresh_token_hash,
+            issued_at, expires_at, channel, user_agent, client_address, event_id
+        ) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19)
+        """
+
+    /// The account of a session (`?1`), after the sign-in that started it.
+    static let userOfSession = """
+        SELECT \(SQLRecords.userColumns) FROM users WHERE id = (SELECT user_id FROM sessions WHERE id = ?1)
+        """
+
+    /// A refresh token's rotation: the presented hash, the next hash, now, and the next token's issue and expiry
+    /// times. Its one row names the successor's session and user, or holds NULLs when nothing rotated.
+    static let refreshRotation = """
+        INSERT INTO refresh_rotations (presented_hash, next_hash, now, issued_at, expires_at)
+        VALUES (?1, ?2, ?3, ?4, ?5)
+        RETURNING
+            (SELECT session_id FROM refresh_tokens WHERE hash = ?2 AND used_at IS NULL) AS session_id,
+            (SELECT user_id FROM refresh_tokens WHERE hash = ?2 AND used_at IS NULL) AS user_id
+        """
+
+    /// Created on the writer's connection when it opens (temporary objects belong to their connection).
     static let connectionSetup: [String] = [
         """
         CREATE TEMP VIEW IF NOT EXISTS returning_sign_ins (

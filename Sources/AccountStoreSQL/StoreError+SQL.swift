@@ -22,6 +22,8 @@ extension StoreError {
             self = Self.postgres(error, operation)
         case let error as SQLiteError:
             self = Self.sqlite(error.reason, operation)
+        case let error as SQLiteWriterError:
+            self = Self.sqlite(error, operation)
         case is PostgresDecodingError, is DecodingError:
             self = StoreError(.corrupt, "\(operation): a stored value could not be read")
         case is EncodingError:
@@ -63,6 +65,24 @@ extension StoreError {
             code = .unavailable
         }
         return StoreError(code, "\(operation): \(Self.explanation(code)) (SQLite \(reason))")
+    }
+
+    /// The same mapping for the writer's result codes (https://www.sqlite.org/rescode.html).
+    private static func sqlite(_ error: SQLiteWriterError, _ operation: String) -> StoreError {
+        let code: Code
+        switch (error.code, error.primaryCode) {
+        case (2067, _), (1555, _), (2579, _):  // SQLITE_CONSTRAINT_UNIQUE, _PRIMARYKEY, _ROWID
+            code = .duplicate
+        case (787, _):  // SQLITE_CONSTRAINT_FOREIGNKEY
+            code = .notFound
+        case (_, 19), (_, 18), (_, 25), (_, 20):  // SQLITE_CONSTRAINT, SQLITE_TOOBIG, SQLITE_RANGE, SQLITE_MISMATCH
+            code = .invalidInput
+        case (_, 1), (_, 17), (_, 24), (_, 11), (_, 26):  // SQLITE_ERROR, _SCHEMA, _FORMAT, _CORRUPT, _NOTADB
+            code = .corrupt
+        default:
+            code = .unavailable
+        }
+        return StoreError(code, "\(operation): \(Self.explanation(code)) (SQLite result code \(error.code))")
     }
 
     private static func explanation(_ code: Code) -> String {

@@ -1,0 +1,189 @@
+import AccountStore
+import Logging
+import SQLKit
+import SQLiteNIO
+import Synchronization
+import Testing
+
+@testable import AccountStoreSQL
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+/// The SQLite store's one writing connection (`SQLiteWriter`): group commit, transactions that hold it, errors.
+@Suite struct SQLiteWriterTests {
+    /// Opens a writer on a new file with a table `t (k TEXT PRIMARY KEY, n INTEGER)`.
+    private func withWriter<R>(_ body: (SQLiteWriter, String) async throws -> R) async throws -> R {
+        try await StoreHarness.withSQLitePath { path in
+            let writer = try await SQLiteWriter.open(
+                path: path,
+                busyTimeoutMilliseconds: 5_000,
+                logger: Logger(label: "test") { _ in SwiftLogNoOpLogHandler() }
+            )
+            do {
+                try await writer.perform { connection in
+                    try connection.execute("PRAGMA journal_mode = WAL")
+                    try connection.execute("CREATE TABLE t (k TEXT PRIMARY KEY, n INTEGER NOT NULL)")
+                }
+                let result = try await body(writer, path)
+                await writer.shutdown()
+                return result
+            } catch {
+                await writer.shutdown()
+                throw error
+            }
+        }
+    }
+
+    /// Rows of `t` as another connection (SQLiteNIO's) reads them from the file.
+    private func committedRows(_ path: String) async throws -> [String: Int] {
+        let connection = try await SQLiteConnection.open(storage: .file(path: path))
+        do {
+            let rows = try await connection.query("SELECT k, n FROM t", [])
+            try await connection.close()
+            var found: [String: Int] = [:]
+            for row in rows {
+                if let key = row.column("k")?.string, let value = row.column("n")?.integer { found[key] = value }
+            }
+            return found
+        } catch {
+            try? await connection.close()
+            throw error
+        }
+    }
+
+    @Test func writesQueuedBehindABusyWriterShareCommitsAndAFailingOneFailsAlone() async throws {
+        try await withWriter { writer, path in
+            let count = 150
+            // Holds the writer until every write below is queued behind it, so that they are grouped whatever the
+            // machine's speed (the wait is bounded only as a guard).
+            let holdingStarted = Atomic(false)
+            let holding = Task {
+                try await writer.perform { _ in
+                    holdingStarted.store(true, ordering: .sequentiallyConsistent)
+                    let deadline = ContinuousClock.now + .seconds(60)
+                    while writer.queuedJobs < count + 1, ContinuousClock.now < deadline { usleep(1_000) }
+                }
+            }
+            while !holdingStarted.load(ordering: .sequentiallyConsistent) {
+                try await Task.sleep(for: .milliseconds(1))
+            }
+            let outcomes = await withTaskGroup(of: (Int, StoreError?).self) { group in
+                for index in 0...count {
+                    group.addTask {
+                        // The last one repeats the key of the 7th: a unique violation in the middle of a group.
+                        let key = index == count ? "k7" : "k\(index)"
+                        do {
+                            _ = try await writer.perform { connection in
+                                try connection.run(
+                                    "INSERT INTO t (k, n) VALUES (?1, ?2)",
+                                    [.text(key), .integer(index)]
+                                )
+                            }
+                            return (index, nil)
+                        } catch {
+                            return (index, StoreError(mapping: error, during: "insert"))
+                        }
+                    }
+                }
+                var outcomes: [Int: StoreError?] = [:]
+                for await (index, error) in group { outcomes[index] = error }
+                return outcomes
+            }
+            try await holding.value
+            let failures = outcomes.compactMapValues { $0 }
+            #expect(failures.count == 1)
+            #expect(failures.values.first?.code == .duplicate)
+            let rows = try await committedRows(path)
+            #expect(rows.count == count)
+            // Of the two writers of k7, the one that succeeded is the one whose value is stored.
+            let winner = failures.keys.first == count ? 7 : count
+            #expect(rows["k7"] == winner)
+            for index in 0..<count where index != 7 { #expect(rows["k\(index)"] == index) }
+            // 151 writes queued at once: ceil(151 / 64) commits, not one each.
+            #expect(writer.groupsCommitted.load(ordering: .relaxed) == 3)
+        }
+    }
+
+    @Test func aTransactionHoldsTheWriterUntilItEnds() async throws {
+        try await withWriter { writer, path in
+            try await writer.perform { connection in
+                _ = try connection.run("INSERT INTO t (k, n) VALUES ('x', 0)", [])
+            }
+            let outside = Mutex<Task<Void, any Error>?>(nil)
+            let seenInside = try await writer.withTransaction { database in
+                try await database.raw("UPDATE t SET n = 10 WHERE k = 'x'").run()
+                // A write from outside the transaction, queued while it is open.
+                outside.withLock { task in
+                    task = Task {
+                        try await writer.perform { connection in
+                            _ = try connection.run("UPDATE t SET n = n + 1 WHERE k = 'x'", [])
+                        }
+                    }
+                }
+                let deadline = ContinuousClock.now + .seconds(60)
+                while writer.queuedJobs < 1, ContinuousClock.now < deadline {
+                    try await Task.sleep(for: .milliseconds(5))
+                }
+                return try await database.raw("SELECT n FROM t WHERE k = 'x'").first()?.decode(
+                    column: "n",
+                    as: Int.self
+                )
+            }
+            #expect(seenInside == 10)  // the outside write did not run inside the transaction
+            try await outside.withLock { $0 }?.value
+            #expect(try await committedRows(path)["x"] == 11)  // it ran after the commit
+        }
+    }
+
+    @Test func aTransactionThatThrowsLeavesNothingAndReleasesTheWriter() async throws {
+        try await withWriter { writer, path in
+            struct Refused: Error {}
+            await #expect(throws: Refused.self) {
+                try await writer.withTransaction { database in
+                    try await database.raw("INSERT INTO t (k, n) VALUES ('gone', 1)").run()
+                    throw Refused()
+                }
+            }
+            try await writer.perform { connection in
+                _ = try connection.run("INSERT INTO t (k, n) VALUES ('kept', 2)", [])
+            }
+            #expect(try await committedRows(path) == ["kept": 2])
+        }
+    }
+
+    @Test func statementsArePreparedOnceAndRunAgainWithOtherValues() async throws {
+        try await withWriter { writer, path in
+            for index in 0..<20 {
+                try await writer.perform { connection in
+                    _ = try connection.run(
+                        "INSERT INTO t (k, n) VALUES (?1, ?2)",
+                        [.text("r\(index)"), .integer(index)]
+                    )
+                }
+            }
+            let read = try await writer.perform { connection in
+                try connection.run("SELECT n FROM t WHERE k = ?1", [.text("r13")]).first?.decode(
+                    column: "n",
+                    as: Int.self
+                )
+            }
+            #expect(read == 13)
+            #expect(try await committedRows(path).count == 20)
+        }
+    }
+
+    @Test func aClosedWriterRefusesWork() async throws {
+        try await withWriter { writer, _ in
+            await writer.shutdown()
+            await #expect(throws: StoreError.self) { try await writer.perform { _ in } }
+        }
+    }
+}
