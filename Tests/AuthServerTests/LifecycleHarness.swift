@@ -49,14 +49,18 @@ struct LifecycleHarness: Sendable {
         }
     }
 
-    /// The default server settings of these tests: no rate limit, a fast store refresh and revocation worker, and a
-    /// validator that only runs when a test asks for it.
+    /// The default server settings of these tests: no rate limit, a fast store refresh and revocation worker, a
+    /// validator that only runs when a test asks for it, and no idle timeout. A test keeps one client connection per
+    /// server (HummingbirdTesting's client does not reconnect), and tests with two servers leave one unused while they
+    /// work on the other: on a loaded machine for longer than the idle timeout, which then closed it, and the next
+    /// request failed with "I/O on closed channel" (`SlowClientTests` test the timeout itself).
     static func configuration(
         _ adjust: (inout AccountLifecycleConfiguration) -> Void = { _ in }
     )
         -> AuthServerConfiguration
     {
         var configuration = AuthServerConfiguration(authRateLimit: nil, storeRefreshInterval: .milliseconds(200))
+        configuration.idleTimeout = nil
         configuration.lifecycle.revocationPollInterval = .milliseconds(100)
         configuration.lifecycle.appleValidationPollInterval = .seconds(3600)
         configuration.lifecycle.appleValidationInterval = 3600

@@ -69,8 +69,12 @@ struct TransferTests {
         ) async throws {
             var logger = Logger(label: "siwa-transfer-test")
             logger.logLevel = .critical
+            // No idle timeout: the other server's client connection sits unused meanwhile (see
+            // LifecycleHarness.configuration).
+            var configuration = AuthServerConfiguration(authRateLimit: nil, storeRefreshInterval: .milliseconds(200))
+            configuration.idleTimeout = nil
             let app = try await buildApplication(
-                configuration: AuthServerConfiguration(authRateLimit: nil, storeRefreshInterval: .milliseconds(200)),
+                configuration: configuration,
                 apple: apple,
                 store: store,
                 transport: AsyncHTTPClientTransport(),
