@@ -21,7 +21,7 @@ public struct AuditLogPosition: Sendable, Hashable {
     public init?(_ cursor: PageCursor?) throws(StoreError) {
         guard let cursor else { return nil }
         let parts = cursor.parts
-        guard parts.count == 3, parts[0] == "audit", let time = Int64(parts[1]), let id = UUID(uuidString: parts[2])
+        guard parts.count == 3, parts[0] == "audit", let time = Int64(parts[1]), let id = UUID(text: parts[2])
         else { throw StoreError(.invalidInput, "audit events: the cursor is not one of the audit log") }
         self.init(time: time, id: id)
     }
@@ -42,5 +42,5 @@ public struct AuditLogPosition: Sendable, Hashable {
     }
 
     /// An event id as stored: lower-case.
-    public static func text(_ id: UUID) -> String { id.uuidString.lowercased() }
+    public static func text(_ id: UUID) -> String { id.lowercasedText }
 }

@@ -61,7 +61,7 @@ enum SQLAuditLog {
                 subject: try row.decode(column: "actor_subject", as: String?.self)
             )
         else { return nil }
-        guard let id = UUID(uuidString: try row.decode(column: "id", as: String.self)) else {
+        guard let id = UUID(text: try row.decode(column: "id", as: String.self)) else {
             throw StoreError(.corrupt, "a stored audit event id is not a UUID")
         }
         return AuditEvent(

@@ -74,7 +74,7 @@ enum SQLRecords {
         """
 
     static func pendingRevocation(_ row: any SQLRow) throws -> PendingAppleRevocation {
-        guard let id = UUID(uuidString: try row.decode(column: "id", as: String.self)) else {
+        guard let id = UUID(text: try row.decode(column: "id", as: String.self)) else {
             throw StoreError(.corrupt, "a stored revocation id is not a UUID")
         }
         return PendingAppleRevocation(

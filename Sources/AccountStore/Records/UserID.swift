@@ -8,31 +8,33 @@ public import Foundation
 public struct UserID: Hashable, Sendable, Codable, CustomStringConvertible {
     public let rawValue: UUID
 
-    public init(_ rawValue: UUID = UUID()) {
-        self.rawValue = rawValue
+    /// - Parameter rawValue: The UUID; a new random one when `nil`.
+    public init(_ rawValue: UUID? = nil) {
+        self.rawValue = rawValue ?? .random()
     }
 
     /// Parses the lower-case UUID text form.
     public init?(_ text: String) {
-        guard let uuid = UUID(uuidString: text) else { return nil }
+        guard let uuid = UUID(text: text) else { return nil }
         self.rawValue = uuid
     }
 
-    public var description: String { rawValue.uuidString.lowercased() }
+    public var description: String { rawValue.lowercasedText }
 }
 
 /// The id of a session: one chain of rotating refresh tokens (a "family"), the `sid` of its access tokens.
 public struct SessionID: Hashable, Sendable, Codable, CustomStringConvertible {
     public let rawValue: UUID
 
-    public init(_ rawValue: UUID = UUID()) {
-        self.rawValue = rawValue
+    /// - Parameter rawValue: The UUID; a new random one when `nil`.
+    public init(_ rawValue: UUID? = nil) {
+        self.rawValue = rawValue ?? .random()
     }
 
     public init?(_ text: String) {
-        guard let uuid = UUID(uuidString: text) else { return nil }
+        guard let uuid = UUID(text: text) else { return nil }
         self.rawValue = uuid
     }
 
-    public var description: String { rawValue.uuidString.lowercased() }
+    public var description: String { rawValue.lowercasedText }
 }
