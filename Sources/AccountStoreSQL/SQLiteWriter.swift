@@ -127,19 +127,26 @@ final class SQLiteWriter: Sendable {
             try connection.execute("BEGIN IMMEDIATE")
         }
         let database = Database(writer: self, inTransaction: true)
+        let result: R
         do {
-            let result = try await body(database)
-            try await submit(inTransaction: true, closesTransaction: true) { connection in
-                try connection.execute("COMMIT")
-            }
-            return result
+            result = try await body(database)
         } catch {
-            // A failed COMMIT leaves the transaction open (SQLITE_BUSY): rolled back here too.
             try? await submit(inTransaction: true, closesTransaction: true) { connection in
                 try connection.rollBack()
             }
             throw error
         }
+        // A COMMIT that fails leaves the transaction open (a deferred constraint, SQLITE_BUSY): rolled back in the
+        // same job, so that the writer never goes on inside it.
+        try await submit(inTransaction: true, closesTransaction: true) { connection in
+            do {
+                try connection.execute("COMMIT")
+            } catch {
+                connection.abandonTransaction()
+                throw error
+            }
+        }
+        return result
     }
 
     /// An ``SQLDatabase`` whose statements each run as a job of their own (each commits on its own).
@@ -188,6 +195,9 @@ final class SQLiteWriter: Sendable {
             }
             let start = state.withLock { state -> Bool? in
                 if state.closed, !inTransaction { return nil }
+                // A statement of a transaction that has ended (its `SQLDatabase` kept past the closure) would wait for
+                // the next transaction and run inside it.
+                if inTransaction, !state.inTransaction { return nil }
                 if inTransaction {
                     state.transactionQueue.append(job)
                 } else {
@@ -198,7 +208,9 @@ final class SQLiteWriter: Sendable {
             }
             switch start {
             case nil:
-                continuation.resume(throwing: StoreError(.unavailable, "the store is shut down"))
+                continuation.resume(
+                    throwing: StoreError(.unavailable, "the store is shut down, or the transaction ended")
+                )
             case true?:
                 thread.submit { [self] _ in drain() }
             case false?:
@@ -241,15 +253,23 @@ final class SQLiteWriter: Sendable {
         var answers: [@Sendable ((any Error)?) -> Void] = []
         answers.reserveCapacity(jobs.count)
         for (index, job) in jobs.enumerated() {
+            var answer: (@Sendable ((any Error)?) -> Void)?
             do {
                 try connection.savepoint()
-                let (failed, answer) = job.run(connection)
+                let (failed, ran) = job.run(connection)
+                answer = ran
                 try connection.releaseSavepoint(rollingBack: failed)
-                answers.append(answer)
+                answers.append(ran)
             } catch {
-                // SQLite ended the transaction itself (some I/O errors do): what the group wrote so far is gone.
+                // SQLite ended the transaction itself (some I/O errors do): what the group wrote so far is gone, this
+                // job's too if it ran. The jobs not run yet run on their own.
                 connection.abandonTransaction()
                 for answer in answers { answer(error) }
+                if let answer {
+                    answer(error)
+                } else {
+                    job.run(connection).answer(nil)
+                }
                 for job in jobs[(index + 1)...] { job.run(connection).answer(nil) }
                 return
             }

@@ -159,6 +159,47 @@ import Foundation
         }
     }
 
+    /// A COMMIT that fails (here a deferred foreign key) leaves SQLite's transaction open: the writer must roll it back
+    /// at once and go on with the next write outside it, not hang or run the next transaction inside the old one.
+    @Test(.timeLimit(.minutes(1))) func aCommitThatFailsIsRolledBackAndTheWriterGoesOn() async throws {
+        try await withWriter { writer, path in
+            try await writer.perform { connection in
+                try connection.execute("CREATE TABLE parent (id TEXT PRIMARY KEY)")
+                try connection.execute(
+                    "CREATE TABLE child (id TEXT PRIMARY KEY, parent TEXT REFERENCES parent (id) DEFERRABLE INITIALLY DEFERRED)"
+                )
+            }
+            let failure = await #expect(throws: (any Error).self) {
+                try await writer.withTransaction { database in
+                    try await database.raw("INSERT INTO t (k, n) VALUES ('lost', 1)").run()
+                    try await database.raw("INSERT INTO child (id, parent) VALUES ('orphan', 'nobody')").run()
+                }
+            }
+            #expect(failure.map { StoreError(mapping: $0, during: "commit").code } == .notFound)
+            // The next transaction and the next single write are their own, and both are kept.
+            try await writer.withTransaction { database in
+                try await database.raw("INSERT INTO t (k, n) VALUES ('kept', 2)").run()
+            }
+            try await writer.perform { connection in
+                _ = try connection.run("INSERT INTO t (k, n) VALUES ('also', 3)", [])
+            }
+            #expect(try await committedRows(path) == ["kept": 2, "also": 3])
+        }
+    }
+
+    @Test func aTransactionsDatabaseRefusesStatementsAfterItEnds() async throws {
+        try await withWriter { writer, path in
+            let kept = try await writer.withTransaction { database in database }
+            await #expect(throws: StoreError.self) {
+                try await kept.raw("INSERT INTO t (k, n) VALUES ('late', 1)").run()
+            }
+            try await writer.perform { connection in
+                _ = try connection.run("INSERT INTO t (k, n) VALUES ('next', 2)", [])
+            }
+            #expect(try await committedRows(path) == ["next": 2])
+        }
+    }
+
     @Test func statementsArePreparedOnceAndRunAgainWithOtherValues() async throws {
         try await withWriter { writer, path in
             for index in 0..<20 {
