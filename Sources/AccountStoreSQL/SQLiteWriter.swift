@@ -43,15 +43,19 @@ final class SQLiteWriter: Sendable {
         var queueStart = 0
         /// The open transaction's statements.
         var transactionQueue: [Job] = []
-        var inTransaction = false
+        /// The open transaction's number (set by its `BEGIN`, cleared by its `COMMIT` or `ROLLBACK`).
+        var transaction: UInt64?
+        /// The open transaction's closing job is queued: it takes no statement after it.
+        var closing = false
+        var lastTransaction: UInt64 = 0
         /// Whether a drain runs or is scheduled on the thread.
         var draining = false
         var closed = false
 
         /// The next jobs to run: the open transaction's next statement, or the queued jobs that may share one commit
-        /// (up to `limit`, in order), or the one job that opens a transaction.
+        /// (up to `limit`, in order), or the one job that opens a transaction or closes the connection.
         mutating func next(limit: Int) -> [Job] {
-            if inTransaction {
+            if transaction != nil {
                 return transactionQueue.isEmpty ? [] : [transactionQueue.removeFirst()]
             }
             var jobs: [Job] = []
@@ -65,6 +69,9 @@ final class SQLiteWriter: Sendable {
             if queueStart == queue.count {
                 queue.removeAll(keepingCapacity: true)
                 queueStart = 0
+            } else if queueStart >= 1_024, queueStart * 2 >= queue.count {
+                queue.removeFirst(queueStart)  // a queue that never empties under load does not keep what ran
+                queueStart = 0
             }
             return jobs
         }
@@ -72,12 +79,25 @@ final class SQLiteWriter: Sendable {
 
     /// Work for the writer's thread.
     private struct Job: Sendable {
-        /// Whether it may share a commit with the jobs queued next to it: its statements commit on their own (it opens
-        /// no transaction) and it has no effect outside the database.
+        /// Whether it may share a commit with the jobs queued next to it: a write outside any transaction.
         let groupable: Bool
         /// Does the work and tells whether it failed; the answer it returns gives the caller its result once the
         /// work is committed, or the commit's error.
         let run: @Sendable (Connection) -> (failed: Bool, answer: @Sendable ((any Error)?) -> Void)
+        /// Answers the caller with `error` without running the work.
+        let reject: @Sendable (any Error) -> Void
+    }
+
+    /// What a job is to the queues.
+    private enum Role {
+        /// A write of its own (grouped with its neighbours).
+        case free
+        /// The `BEGIN` of transaction `id`.
+        case opens(UInt64)
+        /// A statement of transaction `id`.
+        case statement(UInt64)
+        /// The `COMMIT` or `ROLLBACK` of transaction `id`.
+        case closes(UInt64)
     }
 
     /// The most jobs one commit takes.
@@ -91,54 +111,68 @@ final class SQLiteWriter: Sendable {
     }
 
     /// Opens the writer's connection to `path` with siwa's settings: the busy timeout, foreign keys, `synchronous =
-    /// NORMAL` (safe in WAL mode: a commit survives a crash of the process; docs/reliability.md says what a power loss may take)
-    /// and the temporary views and triggers of ``SQLiteStatements``.
+    /// NORMAL` (safe in WAL mode: a commit survives a crash of the process; docs/reliability.md says what a power
+    /// loss may take) and the temporary views and triggers of ``SQLiteStatements``.
     static func open(path: String, busyTimeoutMilliseconds: Int, logger: Logger) async throws -> SQLiteWriter {
         let thread = NIOThreadPool(numberOfThreads: 1)
         thread.start()
         let connection = Connection()
         do {
-            try await thread.runIfActive {
+            try await onThread(thread) {
                 try connection.open(path: path, busyTimeoutMilliseconds: busyTimeoutMilliseconds)
             }
         } catch {
-            try? await thread.runIfActive { connection.close() }
+            try? await onThread(thread) { connection.close() }
             try? await thread.shutdownGracefully()
             throw error
         }
         return SQLiteWriter(connection: connection, thread: thread, logger: logger)
     }
 
+    /// Runs `body` on `thread`, also when the calling task is cancelled (`runIfActive` would then skip it).
+    private static func onThread<R: Sendable>(
+        _ thread: NIOThreadPool,
+        _ body: @escaping @Sendable () throws -> R
+    ) async throws -> R {
+        try await withCheckedThrowingContinuation { continuation in
+            thread.submit { _ in continuation.resume(with: Result { try body() }) }
+        }
+    }
+
     // MARK: Running jobs
 
-    /// Runs `body` on the writer's connection, outside any transaction and after every job that came before it:
-    /// each of its statements commits on its own. `body` runs on the writer's thread and must not block on anything
-    /// else.
+    /// Runs `body` on the writer's connection after every job that came before it, in a transaction of its own or
+    /// shared with the writes queued next to it (each in a savepoint: all of `body`'s writes or none), answered after
+    /// the commit. `body` runs on the writer's thread and must not block on anything else.
     func perform<R: Sendable>(_ body: @escaping @Sendable (Connection) throws -> R) async throws -> R {
-        try await submit(inTransaction: false, body)
+        try await submit(.free, body)
     }
 
     /// Runs `body` in a transaction on the writer: committed when `body` returns, rolled back when it throws. Other
-    /// writes wait until it ends; its own statements run through the ``SQLDatabase`` it is given.
+    /// writes wait until it ends; its own statements run through the ``SQLDatabase`` it is given, which refuses
+    /// statements once the transaction ends.
     func withTransaction<R: Sendable>(
         _ body: @escaping @Sendable (any SQLDatabase) async throws -> R
     ) async throws -> R {
-        try await submit(inTransaction: false, opensTransaction: true) { connection in
+        let id = state.withLock { state -> UInt64 in
+            state.lastTransaction &+= 1
+            return state.lastTransaction
+        }
+        try await submit(.opens(id)) { connection in
+            try connection.endLeftoverTransaction()
             try connection.execute("BEGIN IMMEDIATE")
         }
-        let database = Database(writer: self, inTransaction: true)
+        let database = Database(writer: self, transaction: id)
         let result: R
         do {
             result = try await body(database)
         } catch {
-            try? await submit(inTransaction: true, closesTransaction: true) { connection in
-                try connection.rollBack()
-            }
+            try? await submit(.closes(id)) { connection in try connection.rollBack() }
             throw error
         }
         // A COMMIT that fails leaves the transaction open (a deferred constraint, SQLITE_BUSY): rolled back in the
         // same job, so that the writer never goes on inside it.
-        try await submit(inTransaction: true, closesTransaction: true) { connection in
+        try await submit(.closes(id)) { connection in
             do {
                 try connection.execute("COMMIT")
             } catch {
@@ -149,59 +183,93 @@ final class SQLiteWriter: Sendable {
         return result
     }
 
-    /// An ``SQLDatabase`` whose statements each run as a job of their own (each commits on its own).
-    var database: any SQLDatabase { Database(writer: self, inTransaction: false) }
+    /// An ``SQLDatabase`` whose statements each run as a write of their own.
+    var database: any SQLDatabase { Database(writer: self, transaction: nil) }
 
-    /// Finishes the queued jobs, closes the connection and stops the thread. Jobs afterwards fail with
-    /// ``StoreError/Code/unavailable``.
+    /// Closes the connection after the writes already accepted (and after an open transaction ends), then stops the
+    /// thread. Writes afterwards fail with ``StoreError/Code/unavailable``.
     func shutdown() async {
-        let first = state.withLock { state in
-            defer { state.closed = true }
-            return !state.closed
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let close = Job(
+                groupable: false,
+                run: { connection in
+                    connection.close()
+                    return (false, { _ in continuation.resume() })
+                },
+                reject: { _ in continuation.resume() }
+            )
+            let start = state.withLock { state -> Bool? in
+                guard !state.closed else { return nil }
+                state.closed = true
+                state.queue.append(close)
+                defer { state.draining = true }
+                return !state.draining
+            }
+            switch start {
+            case nil: continuation.resume()  // already shut down
+            case true?: thread.submit { [self] _ in drain() }
+            case false?: break
+            }
         }
-        guard first else { return }
-        let connection = self.connection
-        try? await thread.runIfActive { connection.close() }
         try? await thread.shutdownGracefully()
     }
 
     private func submit<R: Sendable>(
-        inTransaction: Bool,
-        opensTransaction: Bool = false,
-        closesTransaction: Bool = false,
+        _ role: Role,
         _ body: @escaping @Sendable (Connection) throws -> R
     ) async throws -> R {
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<R, any Error>) in
-            let job = Job(groupable: !inTransaction && !opensTransaction) { [self] connection in
-                let result = Result { try body(connection) }
-                if opensTransaction, case .success = result {
-                    state.withLock { $0.inTransaction = true }
-                }
-                if closesTransaction {
-                    state.withLock { $0.inTransaction = false }
-                }
-                let failed: Bool
-                if case .failure = result { failed = true } else { failed = false }
-                return (
-                    failed,
-                    { commitError in
-                        if let commitError, !failed {
-                            continuation.resume(throwing: commitError)
-                        } else {
-                            continuation.resume(with: result)
+            var groupable = false
+            if case .free = role { groupable = true }
+            let job = Job(
+                groupable: groupable,
+                run: { [self] connection in
+                    let result = Result { try body(connection) }
+                    switch role {
+                    case .opens(let id):
+                        if case .success = result {
+                            state.withLock { state in
+                                state.transaction = id
+                                state.closing = false
+                            }
                         }
+                    case .closes:
+                        state.withLock { state in
+                            state.transaction = nil
+                            state.closing = false
+                        }
+                    case .free, .statement:
+                        break
                     }
-                )
-            }
+                    let failed: Bool
+                    if case .failure = result { failed = true } else { failed = false }
+                    return (
+                        failed,
+                        { commitError in
+                            if let commitError, !failed {
+                                continuation.resume(throwing: commitError)
+                            } else {
+                                continuation.resume(with: result)
+                            }
+                        }
+                    )
+                },
+                reject: { error in continuation.resume(throwing: error) }
+            )
             let start = state.withLock { state -> Bool? in
-                if state.closed, !inTransaction { return nil }
-                // A statement of a transaction that has ended (its `SQLDatabase` kept past the closure) would wait for
-                // the next transaction and run inside it.
-                if inTransaction, !state.inTransaction { return nil }
-                if inTransaction {
-                    state.transactionQueue.append(job)
-                } else {
+                switch role {
+                case .free, .opens:
+                    if state.closed { return nil }
                     state.queue.append(job)
+                case .statement(let id):
+                    // A statement of a transaction that has ended or is ending (its `SQLDatabase` kept past the
+                    // closure, or a statement it did not await) would wait for the next transaction and run in it.
+                    guard state.transaction == id, !state.closing else { return nil }
+                    state.transactionQueue.append(job)
+                case .closes(let id):
+                    guard state.transaction == id, !state.closing else { return nil }
+                    state.closing = true
+                    state.transactionQueue.append(job)
                 }
                 defer { state.draining = true }
                 return !state.draining
@@ -209,7 +277,7 @@ final class SQLiteWriter: Sendable {
             switch start {
             case nil:
                 continuation.resume(
-                    throwing: StoreError(.unavailable, "the store is shut down, or the transaction ended")
+                    throwing: StoreError(.unavailable, "the store is shut down, or the statement's transaction ended")
                 )
             case true?:
                 thread.submit { [self] _ in drain() }
@@ -228,55 +296,53 @@ final class SQLiteWriter: Sendable {
                 return jobs
             }
             if jobs.isEmpty { return }
-            if jobs.count == 1 {
-                jobs[0].run(connection).answer(nil)
+            if jobs.count == 1, !jobs[0].groupable {
+                jobs[0].run(connection).answer(nil)  // a transaction's step, or the close
             } else {
                 runGrouped(jobs)
             }
         }
     }
 
-    /// Group commit: jobs that queued while the writer was busy run in one transaction, each inside a savepoint of its
-    /// own (a job that fails leaves nothing behind and fails alone), and are answered once that transaction commits.
+    /// Runs writes in one transaction, each inside a savepoint of its own (a write that fails leaves nothing behind
+    /// and fails alone), and answers them once that transaction commits: group commit for the writes that queued
+    /// while the writer was busy, and all or nothing for each.
     ///
-    /// Each commit appends every page it changed to the write-ahead log; the jobs of a burst change many of the same
+    /// Each commit appends every page it changed to the write-ahead log; the writes of a burst change many of the same
     /// pages (the tail of each time-ordered index, the accounts' pages), which one commit writes once. An answer still
     /// comes only after its write is committed, so what a client was told survives a crash of the process as before.
     private func runGrouped(_ jobs: [Job]) {
         do {
-            try connection.execute("BEGIN IMMEDIATE")
+            try connection.endLeftoverTransaction()
+            try connection.begin()
         } catch {
-            // The lock is another process's for longer than the busy timeout: each job on its own meets the same.
-            for job in jobs { job.run(connection).answer(nil) }
+            // Another process holds the lock past the busy timeout, or a transaction cannot be ended: nothing runs.
+            for job in jobs { job.reject(error) }
             return
         }
         var answers: [@Sendable ((any Error)?) -> Void] = []
         answers.reserveCapacity(jobs.count)
         for (index, job) in jobs.enumerated() {
-            var answer: (@Sendable ((any Error)?) -> Void)?
+            var ran: (@Sendable ((any Error)?) -> Void)?
             do {
                 try connection.savepoint()
-                let (failed, ran) = job.run(connection)
-                answer = ran
+                let (failed, answer) = job.run(connection)
+                ran = answer
                 try connection.releaseSavepoint(rollingBack: failed)
-                answers.append(ran)
+                answers.append(answer)
             } catch {
                 // SQLite ended the transaction itself (some I/O errors do): what the group wrote so far is gone, this
-                // job's too if it ran. The jobs not run yet run on their own.
+                // job's too if it ran; the rest are not run.
                 connection.abandonTransaction()
                 for answer in answers { answer(error) }
-                if let answer {
-                    answer(error)
-                } else {
-                    job.run(connection).answer(nil)
-                }
-                for job in jobs[(index + 1)...] { job.run(connection).answer(nil) }
+                if let ran { ran(error) } else { job.reject(error) }
+                for job in jobs[(index + 1)...] { job.reject(error) }
                 return
             }
         }
         do {
-            try connection.execute("COMMIT")
-            groupsCommitted.add(1, ordering: .relaxed)
+            try connection.commit()
+            if jobs.count > 1 { groupsCommitted.add(1, ordering: .relaxed) }
             for answer in answers { answer(nil) }
         } catch {
             connection.abandonTransaction()
@@ -325,6 +391,25 @@ extension SQLiteWriter {
             guard let handle else { throw SQLiteWriterError(code: 21, message: "the connection is closed") }
             let code = siwa_sqlite3_exec(handle, sql)
             guard code == SIWA_SQLITE_OK else { throw error(code) }
+        }
+
+        /// Starts a group's transaction (see ``SQLiteWriter/runGrouped(_:)``).
+        func begin() throws(SQLiteWriterError) {
+            _ = try run("BEGIN IMMEDIATE", [])
+        }
+
+        /// Commits a group's transaction.
+        func commit() throws(SQLiteWriterError) {
+            _ = try run("COMMIT", [])
+        }
+
+        /// Rolls back a transaction that an earlier failure left open (a ROLLBACK that failed); throws when it stays
+        /// open, so that no write runs inside it unanswered by a commit.
+        func endLeftoverTransaction() throws(SQLiteWriterError) {
+            try rollBack()
+            guard let handle, sqlite_nio_sqlite3_get_autocommit(handle) != 0 else {
+                throw SQLiteWriterError(code: 4, message: "a transaction cannot be ended")  // SQLITE_ABORT
+            }
         }
 
         /// Starts a group's job (see ``SQLiteWriter/runGrouped(_:)``).
@@ -484,7 +569,8 @@ extension SQLiteWriter {
     /// SQLKit's view of the writer: each statement one job, or one of the open transaction's.
     struct Database: SQLDatabase {
         let writer: SQLiteWriter
-        let inTransaction: Bool
+        /// The transaction its statements belong to; `nil`: each is a write of its own.
+        let transaction: UInt64?
 
         var logger: Logger { writer.logger }
         var eventLoop: any EventLoop { writer.eventLoop }
@@ -505,7 +591,7 @@ extension SQLiteWriter {
             let (sql, binds) = serialize(query)
             let encoder = SQLiteDataEncoder()
             let values = try binds.map { try encoder.encode($0) }
-            let rows = try await writer.submit(inTransaction: inTransaction) { connection in
+            let rows = try await writer.submit(transaction.map { .statement($0) } ?? .free) { connection in
                 try connection.run(sql, values)
             }
             for row in rows { onRow(row) }

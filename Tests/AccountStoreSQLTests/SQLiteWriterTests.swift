@@ -200,6 +200,61 @@ import Foundation
         }
     }
 
+    @Test func aTransactionsDatabaseKeptPastItCannotWriteIntoTheNextOne() async throws {
+        try await withWriter { writer, path in
+            let kept = try await writer.withTransaction { database in database }
+            try await writer.withTransaction { database in
+                await #expect(throws: StoreError.self) {
+                    try await kept.raw("INSERT INTO t (k, n) VALUES ('late', 1)").run()
+                }
+                try await database.raw("INSERT INTO t (k, n) VALUES ('mine', 2)").run()
+            }
+            #expect(try await committedRows(path) == ["mine": 2])
+        }
+    }
+
+    @Test func aWriteThatThrowsAfterWritingLeavesNothing() async throws {
+        try await withWriter { writer, path in
+            struct Refused: Error {}
+            await #expect(throws: Refused.self) {
+                try await writer.perform { connection in
+                    _ = try connection.run("INSERT INTO t (k, n) VALUES ('half', 1)", [])
+                    throw Refused()
+                }
+            }
+            let rows = try await committedRows(path)
+            #expect(rows.isEmpty)
+        }
+    }
+
+    @Test(.timeLimit(.minutes(1))) func aShutdownWaitsForTheOpenTransactionAndTheWritesAccepted() async throws {
+        try await StoreHarness.withSQLitePath { path in
+            let writer = try await SQLiteWriter.open(
+                path: path,
+                busyTimeoutMilliseconds: 5_000,
+                logger: Logger(label: "test") { _ in SwiftLogNoOpLogHandler() }
+            )
+            try await writer.perform { connection in
+                try connection.execute("PRAGMA journal_mode = WAL")
+                try connection.execute("CREATE TABLE t (k TEXT PRIMARY KEY, n INTEGER NOT NULL)")
+            }
+            let shutdown = Mutex<Task<Void, Never>?>(nil)
+            try await writer.withTransaction { database in
+                try await database.raw("INSERT INTO t (k, n) VALUES ('before', 1)").run()
+                shutdown.withLock { $0 = Task { await writer.shutdown() } }
+                // The close is queued behind the transaction (the only job waiting outside it).
+                let deadline = ContinuousClock.now + .seconds(50)
+                while writer.queuedJobs < 1, ContinuousClock.now < deadline {
+                    try await Task.sleep(for: .milliseconds(5))
+                }
+                try await database.raw("INSERT INTO t (k, n) VALUES ('after', 2)").run()
+            }
+            await shutdown.withLock { $0 }?.value
+            await #expect(throws: StoreError.self) { try await writer.perform { _ in } }
+            #expect(try await committedRows(path) == ["before": 1, "after": 2])
+        }
+    }
+
     @Test func statementsArePreparedOnceAndRunAgainWithOtherValues() async throws {
         try await withWriter { writer, path in
             for index in 0..<20 {
