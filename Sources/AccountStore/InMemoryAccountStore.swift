@@ -603,7 +603,7 @@ public actor InMemoryAccountStore: AccountStore {
                 SealedItem(kind: .appleToken, id: $0.userID.description, sealed: $0.encryptedRefreshToken)
             }
             + revocationQueue.values.map {
-                SealedItem(kind: .appleRevocation, id: Self.id($0.id), sealed: $0.encryptedRefreshToken)
+                SealedItem(kind: .appleRevocation, id: $0.id.lowercasedText, sealed: $0.encryptedRefreshToken)
             }
         let sorted = all.sorted { ($0.kind, $0.id) < ($1.kind, $1.id) }
         guard let after else { return Array(sorted.prefix(max(limit, 0))) }
@@ -623,16 +623,13 @@ public actor InMemoryAccountStore: AccountStore {
             }
             appleTokens[userID]?.encryptedRefreshToken = sealed
         case .appleRevocation:
-            guard let id = UUID(uuidString: item.id), Self.id(id) == item.id,
+            guard let id = UUID(text: item.id), id.lowercasedText == item.id,
                 revocationQueue[id]?.encryptedRefreshToken == item.sealed
             else { return false }
             revocationQueue[id]?.encryptedRefreshToken = sealed
         }
         return true
     }
-
-    /// A revocation's id as ``SealedItem/id``: a lower-case UUID, as the SQL store keeps it.
-    private static func id(_ id: UUID) -> String { id.uuidString.lowercased() }
 
     public func ping() throws(StoreError) { try checkAvailable() }
 

@@ -1,3 +1,5 @@
+import AppleSignIn
+
 #if canImport(FoundationEssentials)
 public import FoundationEssentials
 #else
@@ -33,15 +35,14 @@ extension UUID {
     package var lowercasedText: String {
         withUnsafeBytes(of: uuid) { bytes in
             String(unsafeUninitializedCapacity: 36) { text in
-                let digits: StaticString = "0123456789abcdef"
                 var written = 0
                 for (index, byte) in bytes.enumerated() {
                     if index == 4 || index == 6 || index == 8 || index == 10 {
                         text[written] = UInt8(ascii: "-")
                         written += 1
                     }
-                    text[written] = digits.utf8Start[Int(byte >> 4)]
-                    text[written + 1] = digits.utf8Start[Int(byte & 0x0F)]
+                    text[written] = Hex.digits[Int(byte >> 4)]
+                    text[written + 1] = Hex.digits[Int(byte & 0x0F)]
                     written += 2
                 }
                 return written
@@ -71,21 +72,14 @@ extension UUID {
                     guard text[position] == UInt8(ascii: "-") else { return false }
                     position += 1
                 }
-                guard let high = nibble(text[position]), let low = nibble(text[position + 1]) else { return false }
+                guard let high = Hex.value(text[position]), let low = Hex.value(text[position + 1]) else {
+                    return false
+                }
                 output[index] = high << 4 | low
                 position += 2
             }
             return true
         }
         return parsed ? UUID(uuid: bytes) : nil
-    }
-
-    private static func nibble(_ character: UInt8) -> UInt8? {
-        switch character {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): character - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): character - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): character - UInt8(ascii: "A") + 10
-        default: nil
-        }
     }
 }

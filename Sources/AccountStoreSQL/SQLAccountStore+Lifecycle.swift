@@ -189,14 +189,14 @@ extension SQLAccountStore {
     }
 
     public func finishAppleRevocation(id: UUID) async throws(StoreError) {
-        let id = id.uuidString.lowercased()
+        let id = id.lowercasedText
         try await write("finish an Apple revocation") { database in
             try await database.raw("DELETE FROM apple_revocations WHERE id = \(bind: id)").run()
         }
     }
 
     public func postponeAppleRevocation(id: UUID, until: Date, error: String) async throws(StoreError) {
-        let id = id.uuidString.lowercased()
+        let id = id.lowercasedText
         let until = try SQLValue.milliseconds(until)
         let error = String(error.prefix(500))
         try await write("postpone an Apple revocation") { database in
@@ -466,7 +466,7 @@ extension SQLAccountStore {
                 "SELECT \(unsafeRaw: SQLRecords.appleTokenColumns) FROM apple_tokens WHERE user_id = \(bind: userID)"
             ).first().map(SQLRecords.appleToken)
         {
-            let id = queueRevocation.id.uuidString.lowercased()
+            let id = queueRevocation.id.lowercasedText
             let inserted = try await database.raw(
                 """
                 INSERT INTO apple_revocations (

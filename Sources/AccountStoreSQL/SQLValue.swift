@@ -1,4 +1,5 @@
 import AccountStore
+import AppleSignIn
 import SQLiteNIO
 
 #if canImport(FoundationEssentials)
@@ -29,33 +30,13 @@ enum SQLValue {
 
     static func flag(_ value: Bool) -> Int64 { value ? 1 : 0 }
 
-    static func hex(_ bytes: [UInt8]) -> String {
-        let digits = Array("0123456789abcdef".utf8)
-        var text: [UInt8] = []
-        text.reserveCapacity(bytes.count * 2)
-        for byte in bytes {
-            text.append(digits[Int(byte >> 4)])
-            text.append(digits[Int(byte & 0x0f)])
-        }
-        return String(decoding: text, as: UTF8.self)
-    }
+    static func hex(_ bytes: [UInt8]) -> String { Hex.encode(bytes) }
 
     /// A hex column's bytes.
     ///
     /// - Throws: ``StoreError/Code/corrupt`` for text that is not even-length lower- or upper-case hex.
     static func bytes(hex text: String) throws(StoreError) -> [UInt8] {
-        let utf8 = Array(text.utf8)
-        guard utf8.count.isMultiple(of: 2) else { throw StoreError(.corrupt, "a stored hash is not hex") }
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(utf8.count / 2)
-        var index = 0
-        while index < utf8.count {
-            guard let high = nibble(utf8[index]), let low = nibble(utf8[index + 1]) else {
-                throw StoreError(.corrupt, "a stored hash is not hex")
-            }
-            bytes.append(high << 4 | low)
-            index += 2
-        }
+        guard let bytes = Hex.decode(text) else { throw StoreError(.corrupt, "a stored hash is not hex") }
         return bytes
     }
 
@@ -79,15 +60,6 @@ enum SQLValue {
     static func sessionID(_ text: String) throws(StoreError) -> SessionID {
         guard let id = SessionID(text) else { throw StoreError(.corrupt, "a stored session id is not a UUID") }
         return id
-    }
-
-    private static func nibble(_ character: UInt8) -> UInt8? {
-        switch character {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): character - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): character - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): character - UInt8(ascii: "A") + 10
-        default: nil
-        }
     }
 }
 

@@ -1,6 +1,7 @@
 /// Lower-case hex, as siwa prints hashes and ids; decoding takes either case.
 package enum Hex {
-    private static let digits = Array("0123456789abcdef".utf8)
+    /// The lower-case digits, by value.
+    package static let digits = Array("0123456789abcdef".utf8)
 
     /// `bytes` as lower-case hex.
     package static func encode(_ bytes: some Sequence<UInt8>) -> String {
@@ -27,7 +28,8 @@ package enum Hex {
         return bytes
     }
 
-    private static func value(_ byte: UInt8) -> UInt8? {
+    /// The value of one hex digit (either case), or `nil`.
+    package static func value(_ byte: UInt8) -> UInt8? {
         switch byte {
         case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
         case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10

@@ -174,7 +174,7 @@ struct AdminAPIController: Sendable {
         var details: [String: String]
 
         init(_ event: AuditEvent) {
-            id = event.id.uuidString.lowercased()
+            id = AuditLogPosition.text(event.id)
             time = event.time
             type = event.type.rawValue
             userID = event.userID?.description
