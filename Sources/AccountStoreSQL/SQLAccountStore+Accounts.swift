@@ -61,24 +61,8 @@ extension SQLAccountStore {
         let emailKey = email.map(SearchKey.of)
         let givenNameKey = givenName.map(SearchKey.of)
         let familyNameKey = familyName.map(SearchKey.of)
-        let newID = UserID().description
         let transferSub = facts.transferSub?.rawValue
         let linkEmail = facts.linkableEmail
-        let updateAccount = SQLAccountUpdate.query { value -> any Encodable & Sendable in
-            switch value {
-            case .clientID: clientID
-            case .email: email
-            case .emailVerified: newEmailVerified
-            case .isPrivateEmail: newIsPrivateEmail
-            case .givenName: givenName
-            case .familyName: familyName
-            case .now: now
-            case .appleUserID: appleUserID
-            case .emailKey: emailKey
-            case .givenNameKey: givenNameKey
-            case .familyNameKey: familyNameKey
-            }
-        }
 
         // PostgreSQL, a returning user with a session: one prepared statement (the update and both inserts as
         // data-modifying CTEs, atomic on their own) instead of five round trips. No row: not a returning user; the
@@ -140,6 +124,25 @@ extension SQLAccountStore {
                 )
             }
             if let returning { return SignInOutcome(user: returning, isNewUser: false) }
+        }
+
+        // Not a returning user with a session (or the fast path above found none): the general path, with what only it
+        // needs.
+        let newID = UserID().description
+        let updateAccount = SQLAccountUpdate.query { value -> any Encodable & Sendable in
+            switch value {
+            case .clientID: clientID
+            case .email: email
+            case .emailVerified: newEmailVerified
+            case .isPrivateEmail: newIsPrivateEmail
+            case .givenName: givenName
+            case .familyName: familyName
+            case .now: now
+            case .appleUserID: appleUserID
+            case .emailKey: emailKey
+            case .givenNameKey: givenNameKey
+            case .familyNameKey: familyNameKey
+            }
         }
 
         return try await write("sign in") { database in

@@ -15,8 +15,7 @@ import Synchronization
 /// WAL itself is a property of the file, set once when the store opens.
 struct SQLiteFileConnectionSource: Sendable {
     let path: String
-    /// Runs the SQLite calls. It has a thread for every connection the pool may open, so that a connection holding the
-    /// write lock always gets a thread while others sleep in the busy handler.
+    /// Runs the SQLite calls: a thread for every connection the pool may open, so that no read waits for a thread.
     let threadPool: NIOThreadPool
     let busyTimeoutMilliseconds: Int
     /// Connections being opened: the thread pool must outlive them (see ``waitForOpenings(timeout:)``).

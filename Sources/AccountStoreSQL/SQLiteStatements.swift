@@ -22,13 +22,15 @@ enum SQLiteStatements {
 
     /// Whether `error` is a trigger compiled against a stale schema cache (see above).
     static func isStaleSchema(_ error: any Error) -> Bool {
-        if let error = error as? SQLiteWriterError {
-            return error.primaryCode == 1
-                && (error.message.hasPrefix("no such table") || error.message.hasPrefix("no such column"))
+        let message: String
+        if let error = error as? SQLiteWriterError, error.primaryCode == 1 {  // SQLITE_ERROR
+            message = error.message
+        } else if let error = error as? SQLiteError, error.reason == .error {
+            message = error.message
+        } else {
+            return false
         }
-        guard let error = error as? SQLiteError else { return false }
-        return error.reason == .error
-            && (error.message.hasPrefix("no such table") || error.message.hasPrefix("no such column"))
+        return message.hasPrefix("no such table") || message.hasPrefix("no such column")
     }
 
     /// A returning user's sign-in: its values in the order of ``SQLAccountUpdate/Value`` and then

@@ -363,6 +363,9 @@ extension SQLiteWriter {
         private var statements: [String: OpaquePointer] = [:]
         private static let statementLimit = 256
 
+        /// How many statements are kept prepared (for tests).
+        var preparedStatements: Int { statements.count }
+
         func open(path: String, busyTimeoutMilliseconds: Int) throws(SQLiteWriterError) {
             var handle: OpaquePointer?
             let flags =

@@ -257,14 +257,21 @@ import Foundation
 
     @Test func statementsArePreparedOnceAndRunAgainWithOtherValues() async throws {
         try await withWriter { writer, path in
-            for index in 0..<20 {
+            @Sendable func insert(_ index: Int) async throws -> Int {
                 try await writer.perform { connection in
                     _ = try connection.run(
                         "INSERT INTO t (k, n) VALUES (?1, ?2)",
                         [.text("r\(index)"), .integer(index)]
                     )
+                    return connection.preparedStatements
                 }
             }
+            let afterFirst = try await insert(0)
+            var afterEach: [Int] = []
+            for index in 1..<20 { afterEach.append(try await insert(index)) }
+            // The insert and the transaction's own statements, compiled for the first write and reused by the others.
+            #expect(afterFirst >= 1)
+            #expect(afterEach.allSatisfy { $0 == afterFirst })
             let read = try await writer.perform { connection in
                 try connection.run("SELECT n FROM t WHERE k = ?1", [.text("r13")]).first?.decode(
                     column: "n",

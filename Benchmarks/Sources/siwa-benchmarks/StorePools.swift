@@ -78,7 +78,7 @@ nonisolated private func storeLoad(
     @Sendable func operation(_ user: AppleUserID) async throws {
         let now = Date()
         let session = SessionID()
-        let first = randomHash()
+        let first = randomBytes()
         let outcome = try await store.signIn(
             AppleSignInFacts(appleUserID: user, clientID: clientID),
             startingSession: NewSession(
@@ -90,7 +90,7 @@ nonisolated private func storeLoad(
             now: now
         )
         let next = RefreshTokenRecord(
-            hash: randomHash(),
+            hash: randomBytes(),
             sessionID: session,
             userID: outcome.user.id,
             issuedAt: now,
@@ -104,7 +104,7 @@ nonisolated private func storeLoad(
                 reuseGrace: 5
             )
         else { fatalError("the rotation did not rotate") }
-        let state = randomHash()
+        let state = randomBytes()
         try await store.saveWebFlowState(
             WebFlowState(stateHash: state, nonce: "n", returnURL: "/", createdAt: now, expiresAt: now + 600)
         )
@@ -112,7 +112,7 @@ nonisolated private func storeLoad(
     }
     for user in users { try await operation(user) }  // warm up: every connection opened, every statement prepared
     let deadline = ContinuousClock.now + .seconds(seconds)
-    let cpuBefore = cpuMicroseconds()
+    let cpuBefore = processCPUMicroseconds()
     let started = ContinuousClock.now
     let count = try await withThrowingTaskGroup(of: Int.self) { group in
         for user in users {
@@ -128,16 +128,7 @@ nonisolated private func storeLoad(
         return try await group.reduce(0, +)
     }
     let elapsed = ContinuousClock.now - started
-    let cpu = cpuMicroseconds() - cpuBefore
+    let cpu = processCPUMicroseconds() - cpuBefore
     let elapsedSeconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
     return (Double(count) / elapsedSeconds, cpu / Double(max(count, 1)))
-}
-
-nonisolated private func randomHash() -> [UInt8] { (0..<32).map { _ in UInt8.random(in: 0...255) } }
-
-nonisolated private func cpuMicroseconds() -> Double {
-    var usage = rusage()
-    getrusage(RUSAGE_SELF.rawValue, &usage)
-    return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) * 1e6
-        + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec)
 }

@@ -92,8 +92,10 @@ nonisolated func runStoreSQLite(arguments: [String]) async throws {
     )
 }
 
-nonisolated private func randomBytes() -> [UInt8] { (0..<32).map { _ in UInt8.random(in: 0...255) } }
+/// 32 random bytes (a hash or token stand-in).
+nonisolated func randomBytes() -> [UInt8] { (0..<32).map { _ in UInt8.random(in: 0...255) } }
 
+/// This process's CPU time (user + system) so far.
 nonisolated func processCPUMicroseconds() -> Double {
     var usage = rusage()
     getrusage(RUSAGE_SELF.rawValue, &usage)
