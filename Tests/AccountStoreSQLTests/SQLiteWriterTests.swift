@@ -283,6 +283,30 @@ import Foundation
         }
     }
 
+    /// Savepoints (every write has one) copy the pages they change into a sub-journal; past 64 KiB SQLite moves it
+    /// into a temporary file, written page by page, unless temporary storage is memory. A write of 300 KiB in a
+    /// savepoint, then rolled back to it, leaves the table as it was.
+    @Test func theWritersSavepointsJournalInMemory() async throws {
+        try await withWriter { writer, path in
+            let setting = try await writer.perform { connection in
+                try connection.run("PRAGMA temp_store", []).first?.decode(column: "temp_store", as: Int.self)
+            }
+            #expect(setting == 2)  // MEMORY
+            let blob = String(repeating: "x", count: 3_000)
+            try await writer.perform { connection in
+                // The job already runs in the group's transaction and a savepoint of its own.
+                try connection.execute("SAVEPOINT big")
+                for index in 0..<100 {
+                    _ = try connection.run("INSERT INTO t (k, n) VALUES ('\(index)-\(blob)', \(index))", [])
+                }
+                try connection.execute("ROLLBACK TO big")
+                try connection.execute("RELEASE big")
+            }
+            let rows = try await committedRows(path)
+            #expect(rows.isEmpty)
+        }
+    }
+
     @Test func aClosedWriterRefusesWork() async throws {
         try await withWriter { writer, _ in
             await writer.shutdown()

@@ -97,7 +97,7 @@ package struct JSONReader {
             guard index < buffer.count, buffer[index] == UInt8(ascii: "\"") else { throw failure("expected a key") }
             let keyOffset = index
             let key = try readString()
-            if members.contains(where: { $0.key == key }) {
+            if members.contains(where: { $0.hasKey(key) }) {
                 throw Failure(reason: "duplicate key", offset: keyOffset)
             }
             skipWhitespace()
