@@ -397,7 +397,7 @@ extension SQLAccountStore {
     @discardableResult
     public func purgeAuditEvents(before: Date) async throws(StoreError) -> Int {
         let cutoff = try SQLValue.milliseconds(before)
-        let batch: Int64 = 10_000
+        let batch = Int64(Self.purgeBatch)
         var total = 0
         while true {
             let deleted = try await writeStatements("purge audit events") { database in

@@ -365,52 +365,79 @@ extension SQLAccountStore {
     public func purgeExpired(now: Date, retention: TimeInterval) async throws(StoreError) -> PurgeResult {
         let cutoff = try SQLValue.milliseconds(now.addingTimeInterval(-retention))
         let now = try SQLValue.milliseconds(now)
-        return try await write("purge expired rows") { database in
-            func count(_ query: SQLQueryString) async throws -> Int {
-                try await database.raw(query).all().count
+        let oldSessions: SQLQueryString = """
+            (revoked_at IS NOT NULL AND revoked_at <= \(bind: cutoff))
+                OR (revoked_at IS NULL AND created_at <= \(bind: cutoff) AND NOT EXISTS (
+                    SELECT 1 FROM refresh_tokens t
+                    WHERE t.session_id = sessions.id AND t.expires_at > \(bind: cutoff)
+                ))
+            """
+        let nonces = try await purge("server_nonces", key: "hash", where: "expires_at <= \(bind: now)")
+        let states = try await purge("web_flow_states", key: "state_hash", where: "expires_at <= \(bind: now)")
+        let tokens = try await purge(
+            "refresh_tokens",
+            key: "hash",
+            where: "expires_at <= \(bind: cutoff) OR session_id IN (SELECT id FROM sessions WHERE \(oldSessions))"
+        )
+        let sessions = try await purge(
+            "sessions",
+            key: "id",
+            where: """
+                (\(oldSessions)) AND NOT EXISTS (SELECT 1 FROM refresh_tokens t WHERE t.session_id = sessions.id)
+                """
+        )
+        let deletions = try await purge(
+            "account_deletions",
+            key: "(user_id, deleted_at)",
+            returning: "user_id",
+            where: "deleted_at <= \(bind: cutoff)"
+        )
+        let codes = try await purge("authorization_codes", key: "code_hash", where: "expires_at <= \(bind: cutoff)")
+        return PurgeResult(
+            serverNonces: nonces,
+            webFlowStates: states,
+            refreshTokens: tokens,
+            sessions: sessions,
+            accountDeletions: deletions,
+            authorizationCodes: codes
+        )
+    }
+
+    /// Deletes the rows of `table` that match `condition`, ``purgeBatch`` at a time, each batch a write of its own,
+    /// and returns how many. A purge after a long pause can match millions of rows: in one statement it would hold the
+    /// writer (and every sign-in behind it) for its whole length, and on SQLite its savepoint would keep a copy of
+    /// every page it changed in memory (the writer's temporary storage is memory; see ``SQLiteWriter``).
+    /// - Parameters:
+    ///   - key: the table's primary key, a column or a parenthesised list of columns.
+    ///   - returning: a column to count the deleted rows by (default: `key`).
+    func purge(
+        _ table: String,
+        key: String,
+        returning: String? = nil,
+        where condition: SQLQueryString
+    ) async throws(StoreError) -> Int {
+        let batch = Self.purgeBatch
+        let columns = key.hasPrefix("(") ? String(key.dropFirst().dropLast()) : key
+        var total = 0
+        while true {
+            let deleted = try await writeStatements("purge expired rows of \(table)") { database in
+                try await database.raw(
+                    """
+                    DELETE FROM \(unsafeRaw: table) WHERE \(unsafeRaw: key) IN (
+                        SELECT \(unsafeRaw: columns) FROM \(unsafeRaw: table) WHERE \(condition) LIMIT \(bind: batch)
+                    )
+                    RETURNING \(unsafeRaw: returning ?? key)
+                    """
+                ).all().count
             }
-            let nonces = try await count("DELETE FROM server_nonces WHERE expires_at <= \(bind: now) RETURNING hash")
-            let states = try await count(
-                "DELETE FROM web_flow_states WHERE expires_at <= \(bind: now) RETURNING state_hash"
-            )
-            let oldSessions: SQLQueryString = """
-                SELECT id FROM sessions
-                WHERE (revoked_at IS NOT NULL AND revoked_at <= \(bind: cutoff))
-                    OR (revoked_at IS NULL AND created_at <= \(bind: cutoff) AND NOT EXISTS (
-                        SELECT 1 FROM refresh_tokens t
-                        WHERE t.session_id = sessions.id AND t.expires_at > \(bind: cutoff)
-                    ))
-                """
-            let tokens = try await count(
-                """
-                DELETE FROM refresh_tokens
-                WHERE expires_at <= \(bind: cutoff) OR session_id IN (\(oldSessions))
-                RETURNING hash
-                """
-            )
-            let sessions = try await count(
-                """
-                DELETE FROM sessions WHERE id IN (\(oldSessions))
-                    AND NOT EXISTS (SELECT 1 FROM refresh_tokens t WHERE t.session_id = sessions.id)
-                RETURNING id
-                """
-            )
-            let deletions = try await count(
-                "DELETE FROM account_deletions WHERE deleted_at <= \(bind: cutoff) RETURNING user_id"
-            )
-            let codes = try await count(
-                "DELETE FROM authorization_codes WHERE expires_at <= \(bind: cutoff) RETURNING code_hash"
-            )
-            return PurgeResult(
-                serverNonces: nonces,
-                webFlowStates: states,
-                refreshTokens: tokens,
-                sessions: sessions,
-                accountDeletions: deletions,
-                authorizationCodes: codes
-            )
+            total += deleted
+            if deleted < batch { return total }
         }
     }
+
+    /// Rows deleted per write by the purges: small enough that one batch's changed pages (about three per row where
+    /// the indexes are random) stay a few megabytes.
+    package static let purgeBatch = 1_000
 
     // MARK: Steps shared by transactions
 

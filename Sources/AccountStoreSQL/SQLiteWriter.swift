@@ -383,7 +383,9 @@ extension SQLiteWriter {
             // transaction. SQLite copies each page a savepoint changes into a sub-journal first, and spills that to a
             // temporary file past 64 KiB, which one sign-in's pages exceed: a `pwrite` per page, a quarter of the
             // writer's time in a sign-in's profile. In memory the copies stay memory copies. The transient tables
-            // SQLite builds for some statements (`IN` lists, `DISTINCT`) are kept in memory too.
+            // SQLite builds for some statements (`IN` lists, `DISTINCT`) are kept in memory too. Housekeeping deletes in
+            // batches (`purgeBatch`), so no single write changes more than a few megabytes of pages. It must come before
+            // the setup below: changing `temp_store` drops the connection's temporary views and triggers.
             try execute("PRAGMA temp_store = MEMORY")
             for statement in SQLiteStatements.connectionSetup { try execute(statement) }
         }

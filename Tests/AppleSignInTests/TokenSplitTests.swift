@@ -19,7 +19,41 @@ import Testing
         }
     }
 
+    @Test func dotsAmongAnyBytesAreFoundFirstToLast() {
+        var generator = SystemRandomNumberGenerator()
+        for _ in 0..<2_000 {
+            let length = Int.random(in: 0..<48, using: &generator)
+            var bytes = (0..<length).map { _ in UInt8.random(in: 0...255, using: &generator) }
+            // Dots, and their neighbours in the alphabet ('-' 0x2D, '/' 0x2F), at a few places.
+            for _ in 0..<Int.random(in: 0...3, using: &generator) where length > 0 {
+                bytes[Int.random(in: 0..<length, using: &generator)] = [0x2D, 0x2E, 0x2F].randomElement(
+                    using: &generator
+                )!
+            }
+            let start = Int.random(in: 0...length, using: &generator)
+            let expected = bytes[start...].firstIndex(of: UInt8(ascii: "."))
+            let found = bytes.withUnsafeBufferPointer { SignedAppleJWT.dotOffset(in: $0, from: start) }
+            #expect(found == expected, "\(bytes) from \(start)")
+        }
+    }
+
     @Test func aTokenWithAFourthPartIsRefusedAsStructure() {
+        // A header and payload that decode, and a dot inside the signature: the case the split no longer scans for.
+        let header = Base64URL.encode(Array(#"{"alg":"RS256","kid":"k"}"#.utf8))
+        let payload = Base64URL.encode(Array("{}".utf8))
+        for (token, reason) in [
+            ("\(header).\(payload).c2ln.eA", "token is not three dot-separated parts"),
+            ("\(header).\(payload).c2ln*eA", "signature is not base64url"),
+        ] {
+            do {
+                _ = try SignedAppleJWT.decode(token)
+                Issue.record("\(token) decoded")
+            } catch {
+                #expect(error.description.contains(reason), "\(token): \(error)")
+            }
+        }
+        #expect(throws: Never.self) { try SignedAppleJWT.decode("\(header).\(payload).c2ln") }
+
         for token in ["a.b.c.d", "eyJ9.eyJ9.c2ln.", "a.b.c..", "a.b.c.d.e"] {
             #expect(throws: AppleSignInError.self) { try SignedAppleJWT.decode(token) }
             do {
