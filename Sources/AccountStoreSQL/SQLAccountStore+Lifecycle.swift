@@ -388,8 +388,7 @@ extension SQLAccountStore {
         )
         let deletions = try await purge(
             "account_deletions",
-            key: "(user_id, deleted_at)",
-            returning: "user_id",
+            key: "user_id, deleted_at",
             where: "deleted_at <= \(bind: cutoff)"
         )
         let codes = try await purge("authorization_codes", key: "code_hash", where: "expires_at <= \(bind: cutoff)")
@@ -407,26 +406,18 @@ extension SQLAccountStore {
     /// and returns how many. A purge after a long pause can match millions of rows: in one statement it would hold the
     /// writer (and every sign-in behind it) for its whole length, and on SQLite its savepoint would keep a copy of
     /// every page it changed in memory (the writer's temporary storage is memory; see ``SQLiteWriter``).
-    /// - Parameters:
-    ///   - key: the table's primary key, a column or a parenthesised list of columns.
-    ///   - returning: a column to count the deleted rows by (default: `key`).
-    func purge(
-        _ table: String,
-        key: String,
-        returning: String? = nil,
-        where condition: SQLQueryString
-    ) async throws(StoreError) -> Int {
+    /// - Parameter key: the table's primary key: its column, or its columns separated by commas.
+    func purge(_ table: String, key: String, where condition: SQLQueryString) async throws(StoreError) -> Int {
         let batch = Self.purgeBatch
-        let columns = key.hasPrefix("(") ? String(key.dropFirst().dropLast()) : key
         var total = 0
         while true {
             let deleted = try await writeStatements("purge expired rows of \(table)") { database in
                 try await database.raw(
                     """
-                    DELETE FROM \(unsafeRaw: table) WHERE \(unsafeRaw: key) IN (
-                        SELECT \(unsafeRaw: columns) FROM \(unsafeRaw: table) WHERE \(condition) LIMIT \(bind: batch)
+                    DELETE FROM \(unsafeRaw: table) WHERE (\(unsafeRaw: key)) IN (
+                        SELECT \(unsafeRaw: key) FROM \(unsafeRaw: table) WHERE \(condition) LIMIT \(bind: batch)
                     )
-                    RETURNING \(unsafeRaw: returning ?? key)
+                    RETURNING 1
                     """
                 ).all().count
             }
