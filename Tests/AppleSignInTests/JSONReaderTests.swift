@@ -162,4 +162,18 @@ struct JSONReaderTests {
         #expect(error?.offset == 25)
         #expect(error?.description.contains(secret) == false)
     }
+
+    /// The entry for bytes where they are (a request body in a `ByteBuffer`) reads exactly as the array entry.
+    @Test func bytesWhereTheyAreParseAsAnArray() throws {
+        for text in [#"{"a":[1,{"b":null}],"c":"\u00e9"}"#, #" {} "#, #"[1]"#, #"{"a":1}x"#, #"{"a":1,"a":2}"#, ""] {
+            let bytes = Array(text.utf8)
+            let expected = Result { try JSONReader.parseObject(bytes) }
+            let actual = Result { try bytes.withUnsafeBytes { try JSONReader.parseObject(bytes: $0) } }
+            switch (expected, actual) {
+            case (.success(let expected), .success(let actual)): #expect(expected == actual, "\(text)")
+            case (.failure(let expected), .failure(let actual)): #expect("\(expected)" == "\(actual)", "\(text)")
+            default: Issue.record("\(text): \(expected) against \(actual)")
+            }
+        }
+    }
 }

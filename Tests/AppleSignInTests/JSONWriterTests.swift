@@ -22,6 +22,20 @@ import Testing
         #expect(written(#"C:\path"#) == #""C:\\path""#)
         #expect(written("a\nb\rc\td") == #""a\nb\rc\td""#)
         #expect(written("\u{0}\u{1F}é") == "\"\\u0000\\u001fé\"")
+        // Escapes first, last and side by side, between runs copied as they are.
+        #expect(written("\"\\") == #""\"\\""#)
+        #expect(written("\nx\n") == #""\nx\n""#)
+        #expect(written("ab\u{8}\u{C}cd") == #""ab\u0008\u000ccd""#)
+    }
+
+    @Test func everyStringReadsBackAsWritten() throws {
+        let pieces = ["a", "é", "山", "\"", "\\", "\n", "\u{0}", "\u{1F}", " ", "/", "\u{7F}", "😀"]
+        var generator = SystemRandomNumberGenerator()
+        for _ in 0..<500 {
+            let string = (0..<Int.random(in: 0...12, using: &generator))
+                .map { _ in pieces.randomElement(using: &generator)! }.joined()
+            #expect(try JSONReader.parse(Array(written(string).utf8)) == .string(string), "\(string.debugDescription)")
+        }
     }
 
     @Test func anObjectReadsBackAsWritten() throws {

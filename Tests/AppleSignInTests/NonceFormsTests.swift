@@ -13,6 +13,14 @@ import Testing
         #expect(NonceForms.matches(claim: Self.hex.uppercased(), raw: Self.raw))
         #expect(!NonceForms.matches(claim: Self.raw + "x", raw: Self.raw))
         #expect(!NonceForms.matches(claim: String(Self.hex.dropLast()), raw: Self.raw))
+        // Compared byte by byte: a different last digit, a digit's case changed only where it is a letter, and a
+        // claim of the hex form's byte length with a non-ASCII character in it.
+        let lastDigit = Self.hex.last == "0" ? "1" : "0"
+        #expect(!NonceForms.matches(claim: String(Self.hex.dropLast()) + lastDigit, raw: Self.raw))
+        #expect(!NonceForms.matches(claim: "é" + String(Self.hex.dropFirst(2)), raw: Self.raw))
+        #expect(!NonceForms.matches(claim: String(repeating: "0", count: 64), raw: Self.raw))
+        #expect(NonceForms.matches(claim: "", raw: ""))
+        #expect(!NonceForms.matches(claim: Self.raw.uppercased(), raw: Self.raw), "the raw form is compared exactly")
     }
 
     @Test func aClaimStandsForTheHashOfTheRawNonceInEitherForm() {

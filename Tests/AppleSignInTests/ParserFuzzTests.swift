@@ -1,6 +1,7 @@
-import AppleSignIn
 import SiwaTesting
 import Testing
+
+@testable import AppleSignIn
 
 #if canImport(FoundationEssentials)
 import FoundationEssentials
@@ -235,9 +236,14 @@ struct ParserFuzzTests {
             let bytes = random.bytes(count: random.next(below: 64))
             #expect(Base64URL.decode(Base64URL.encode(bytes)) == bytes, "round \(round), seed \(Self.seed)")
             let text = random.chance(2) ? random.base64URLText(count: random.next(below: 64)) : random.asciiText()
-            if let decoded = Base64URL.decode(text) {
+            let decoded = Base64URL.decode(text)
+            if let decoded {
                 #expect(Base64URL.encode(decoded) == text, "round \(round), seed \(Self.seed)")
             }
+            // The signature's decoder, into `Data`, accepts and refuses the same texts as the array one.
+            var copy = text
+            let intoData = copy.withUTF8 { Base64URL.decodeData($0) }
+            #expect(intoData.map { Array($0) } == decoded, "round \(round), seed \(Self.seed)")
         }
     }
 

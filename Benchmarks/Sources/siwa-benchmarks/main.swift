@@ -18,8 +18,7 @@ import Foundation
 // figure includes a hop to the main actor. Pin the process to one core with `taskset -c 0`.
 
 /// Runs `body` repeatedly for `seconds` and returns operations per second.
-nonisolated func measure(_ name: String, seconds: Double, _ body: () async throws -> Void) async throws -> Double {
-    for _ in 0..<200 { try await body() }  // warm up
+nonisolated func rate(seconds: Double, _ body: () async throws -> Void) async throws -> Double {
     let clock = ContinuousClock()
     let start = clock.now
     var operations = 0
@@ -28,10 +27,45 @@ nonisolated func measure(_ name: String, seconds: Double, _ body: () async throw
         operations += 100
     }
     let elapsed = clock.now - start
-    let perSecond =
-        Double(operations) / (Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
-    print("\(name + String(repeating: " ", count: max(0, 52 - name.count))) \(Int(perSecond.rounded())) /s")
-    return perSecond
+    return Double(operations) / (Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
+}
+
+/// One measured operation: its name and one run of it.
+struct Measured {
+    let name: String
+    let body: () async throws -> Void
+}
+
+/// Measures every operation in `rounds` slices of `seconds / rounds`, taking turns (A B C A B C ...), so that a change
+/// in the machine's speed during the run (another process, the CPU's clock) falls on all of them alike. Prints each
+/// one's median rate and range, and returns the rates per round, by operation.
+nonisolated func measureInTurns(_ operations: [Measured], seconds: Double, rounds: Int) async throws -> [[Double]] {
+    for operation in operations {
+        for _ in 0..<200 { try await operation.body() }  // warm up
+    }
+    var rates = Array(repeating: [Double](), count: operations.count)
+    for _ in 0..<rounds {
+        for (index, operation) in operations.enumerated() {
+            rates[index].append(try await rate(seconds: seconds / Double(rounds), operation.body))
+        }
+    }
+    for (operation, measured) in zip(operations, rates) {
+        let name = operation.name + String(repeating: " ", count: max(0, 52 - operation.name.count))
+        print("\(name) \(Int(median(measured).rounded())) /s (\(Int(measured.min()!)) to \(Int(measured.max()!)))")
+    }
+    return rates
+}
+
+func median(_ values: [Double]) -> Double {
+    let sorted = values.sorted()
+    return sorted.count % 2 == 1
+        ? sorted[sorted.count / 2] : (sorted[sorted.count / 2 - 1] + sorted[sorted.count / 2]) / 2
+}
+
+/// The median over rounds of `numerator / denominator` in the same round, as a percentage, with its range.
+func ratio(_ numerator: [Double], _ denominator: [Double]) -> String {
+    let ratios = zip(numerator, denominator).map { $0 / $1 * 100 }
+    return "\(Int(median(ratios).rounded()))% (\(Int(ratios.min()!.rounded()))–\(Int(ratios.max()!.rounded()))%)"
 }
 
 nonisolated func runBenchmarks() async throws {
@@ -81,30 +115,46 @@ nonisolated func runBenchmarks() async throws {
     )
     let secrets = ClientSecretFactory(credentials: credentials, lifetime: 3600)
 
-    if CommandLine.arguments.count > 2, CommandLine.arguments[2] == "siwa-only" {
-        // For profilers (valgrind --tool=callgrind): the siwa path alone, a fixed number of times.
-        for _ in 0..<20_000 { _ = try await verifier.verify(token, expectedNonce: "bench-nonce") }
+    if CommandLine.arguments.count > 2, ["siwa-only", "raw-only"].contains(CommandLine.arguments[2]) {
+        // For profilers and counters (`perf record`, `perf stat` with a probe on malloc): one path alone, a fixed
+        // number of times (the third argument, 20,000 by default).
+        let count = CommandLine.arguments.count > 3 ? Int(CommandLine.arguments[3]) ?? 20_000 : 20_000
+        if CommandLine.arguments[2] == "raw-only" {
+            for _ in 0..<count {
+                precondition(publicKey.isValidSignature(signature, for: signingInput, padding: .insecurePKCS1v1_5))
+            }
+        } else {
+            for _ in 0..<count { _ = try await verifier.verify(token, expectedNonce: "bench-nonce") }
+        }
         exit(0)
     }
 
-    print("siwa benchmarks: \(seconds) s per figure, one thread")
-    let raw = try await measure("raw swift-crypto RSA-2048 signature checks", seconds: seconds) {
-        guard publicKey.isValidSignature(signature, for: signingInput, padding: .insecurePKCS1v1_5) else {
-            fatalError()
-        }
-    }
-    let siwa = try await measure("siwa identity-token verifications (full)", seconds: seconds) {
-        _ = try await verifier.verify(token, expectedNonce: "bench-nonce")
-    }
-    let jwtKit = try await measure("jwt-kit 5 AppleIdentityToken verifications", seconds: seconds) {
-        _ = try await jwtKitKeys.verify(token, as: AppleIdentityToken.self, expectedAudience: clientID)
-    }
-    _ = try await measure("client-secret creations (ES256)", seconds: seconds) {
-        _ = secrets.makeSecret(for: ClientID(clientID), now: now)
-    }
-    print("siwa / raw RSA: \(Int((siwa / raw * 100).rounded()))%")
-    print("jwt-kit / raw RSA: \(Int((jwtKit / raw * 100).rounded()))%")
-    print("siwa / jwt-kit: \(String(Double(Int(siwa / jwtKit * 100)) / 100))x")
+    let rounds = 10
+    print("siwa benchmarks: \(seconds) s per figure in \(rounds) turns, one thread")
+    let rates = try await measureInTurns(
+        [
+            Measured(name: "raw swift-crypto RSA-2048 signature checks") {
+                guard publicKey.isValidSignature(signature, for: signingInput, padding: .insecurePKCS1v1_5) else {
+                    fatalError()
+                }
+            },
+            Measured(name: "siwa identity-token verifications (full)") {
+                _ = try await verifier.verify(token, expectedNonce: "bench-nonce")
+            },
+            Measured(name: "jwt-kit 5 AppleIdentityToken verifications") {
+                _ = try await jwtKitKeys.verify(token, as: AppleIdentityToken.self, expectedAudience: clientID)
+            },
+            Measured(name: "client-secret creations (ES256)") {
+                _ = secrets.makeSecret(for: ClientID(clientID), now: now)
+            },
+        ],
+        seconds: seconds,
+        rounds: rounds
+    )
+    let (raw, siwa, jwtKit) = (rates[0], rates[1], rates[2])
+    print("siwa / raw RSA: \(ratio(siwa, raw)), median of the turns")
+    print("jwt-kit / raw RSA: \(ratio(jwtKit, raw))")
+    print("siwa / jwt-kit: \(Double(Int(median(zip(siwa, jwtKit).map { $0 / $1 }) * 100)) / 100)x")
 
 }
 

@@ -39,6 +39,11 @@ public struct AppleSignInConfiguration: Sendable {
         bundleIDs + (servicesID.map { [$0] } ?? [])
     }
 
+    /// Whether tokens for `clientID` are accepted: one of ``allowedClientIDs``, without building that list.
+    func allows(_ clientID: ClientID) -> Bool {
+        servicesID == clientID || bundleIDs.contains(clientID)
+    }
+
     /// Makes a validated configuration.
     /// - Parameters:
     ///   - bundleIDs: one or more bundle ids (may be empty when only the web flow is used).

@@ -50,6 +50,8 @@ struct AppleJWTCheck: Sendable {
         let now: Date
         /// Whether the checks should say what passed (`inspect`); `verify` skips building the words.
         let describes: Bool
+        /// The raw nonce an identity token must carry (or its SHA-256 hex), if the caller expects one.
+        let expectedNonce: String?
 
         func detail(_ text: @autoclosure () -> String) -> String { describes ? text() : "" }
     }
@@ -58,17 +60,29 @@ struct AppleJWTCheck: Sendable {
     let name: String
     /// Whether the checks after it cannot run without what it finds: `inspect` stops at its failure.
     let isPrerequisite: Bool
+    /// What the check needs fetched before it runs, for the one check that may wait (the key, from Apple's key set,
+    /// nearly always already cached). Every other check is synchronous: an async call per check cost a verification
+    /// its task-allocator frames and executor checks ten times over.
+    let fetch: (@Sendable (inout Progress, Context) async throws(AppleSignInError) -> Void)?
     /// Runs the check: throws its failure, or returns what passed (empty unless the context describes).
-    let run: @Sendable (inout Progress, Context) async throws(AppleSignInError) -> String
+    let run: @Sendable (inout Progress, Context) throws(AppleSignInError) -> String
 
     init(
         _ name: String,
         isPrerequisite: Bool = false,
-        _ run: @escaping @Sendable (inout Progress, Context) async throws(AppleSignInError) -> String
+        fetch: (@Sendable (inout Progress, Context) async throws(AppleSignInError) -> Void)? = nil,
+        _ run: @escaping @Sendable (inout Progress, Context) throws(AppleSignInError) -> String
     ) {
         self.name = name
         self.isPrerequisite = isPrerequisite
+        self.fetch = fetch
         self.run = run
+    }
+
+    /// Fetches what the check needs, if anything, and runs it.
+    func callAsFunction(_ progress: inout Progress, _ context: Context) async throws(AppleSignInError) -> String {
+        if let fetch { try await fetch(&progress, context) }
+        return try run(&progress, context)
     }
 
     /// What stops a check that needs what an earlier one did not find.
@@ -87,12 +101,17 @@ struct AppleJWTCheck: Sendable {
             try SignedAppleJWT.checkAlgorithm(parts)
             return context.detail("RS256")
         },
-        AppleJWTCheck("key") { progress, context throws(AppleSignInError) in
-            guard let parts = progress.parts else { throw notChecked("header") }
-            let kid = try SignedAppleJWT.keyID(parts)
-            progress.key = try await context.keys.key(for: kid)
-            return context.detail("kid '\(kid)' is in Apple's key set")
-        },
+        AppleJWTCheck(
+            "key",
+            fetch: { progress, context throws(AppleSignInError) in
+                guard let parts = progress.parts else { throw notChecked("header") }
+                progress.key = try await context.keys.key(for: try SignedAppleJWT.keyID(parts))
+            },
+            { progress, context throws(AppleSignInError) in
+                guard let key = progress.key else { throw notChecked("key") }
+                return context.detail("kid '\(key.keyID)' is in Apple's key set")
+            }
+        ),
         AppleJWTCheck("signature") { progress, context throws(AppleSignInError) in
             guard let parts = progress.parts, let key = progress.key else { throw notChecked("key") }
             try SignedAppleJWT.checkSignature(parts, key: key)
@@ -111,10 +130,7 @@ struct AppleJWTCheck: Sendable {
         },
         AppleJWTCheck("audience") { progress, context throws(AppleSignInError) in
             guard let claims = progress.claims else { throw notChecked("claims") }
-            let audience = try SignedAppleJWT.matchAudience(
-                claims["aud"],
-                allowed: context.configuration.allowedClientIDs
-            )
+            let audience = try SignedAppleJWT.matchAudience(claims["aud"], configuration: context.configuration)
             progress.audience = audience
             return context.detail(audience.rawValue)
         },
@@ -144,18 +160,23 @@ struct AppleJWTCheck: Sendable {
         },
     ]
 
-    /// The identity token's own check, after ``common``: its typed claims, and the nonce when one is expected.
-    static func identityToken(
-        expectedNonce: String?,
-        verifier: IdentityTokenVerifier
-    ) -> AppleJWTCheck {
-        AppleJWTCheck("claims") { progress, context throws(AppleSignInError) in
-            let token = try IdentityToken(claims: try progress.jwt(now: context.now))
-            if let expectedNonce { try verifier.checkNonce(token, expected: expectedNonce) }
-            progress.identityToken = token
-            return context.detail(expectedNonce == nil ? "typed claims decode" : "typed claims decode; nonce matches")
+    /// The identity token's own check, after ``common``: its typed claims, and the nonce when the context expects one.
+    static let identityToken = AppleJWTCheck("claims") { progress, context throws(AppleSignInError) in
+        let token = try IdentityToken(claims: try progress.jwt(now: context.now))
+        if let expectedNonce = context.expectedNonce {
+            try IdentityTokenVerifier.checkNonce(token, expected: expectedNonce, configuration: context.configuration)
         }
+        progress.identityToken = token
+        return context.detail(
+            context.expectedNonce == nil ? "typed claims decode" : "typed claims decode; nonce matches"
+        )
     }
+
+    /// Everything an identity token goes through, built once.
+    static let identityTokenChecks = common + [identityToken]
+
+    /// Everything a notification's payload goes through, built once.
+    static let notificationChecks = common + [notification]
 
     /// A server-to-server notification's own check, after ``common``: `jti` and the `events` claim.
     static let notification = AppleJWTCheck("event") { progress, context throws(AppleSignInError) in
@@ -173,7 +194,7 @@ struct AppleJWTCheck: Sendable {
         context: Context
     ) async throws(AppleSignInError) -> Progress {
         var progress = Progress(token: token)
-        for check in checks { _ = try await check.run(&progress, context) }
+        for check in checks { _ = try await check(&progress, context) }
         return progress
     }
 
@@ -187,7 +208,7 @@ struct AppleJWTCheck: Sendable {
         var results: [TokenInspection.Check] = []
         for check in checks {
             do {
-                results.append(.init(name: check.name, outcome: .success(try await check.run(&progress, context))))
+                results.append(.init(name: check.name, outcome: .success(try await check(&progress, context))))
             } catch {
                 results.append(.init(name: check.name, outcome: .failure(error)))
                 if check.isPrerequisite { break }

@@ -38,29 +38,33 @@ public struct IdentityTokenVerifier: Sendable {
     public func verify(_ token: String, expectedNonce: String? = nil) async throws(AppleSignInError) -> IdentityToken {
         let progress = try await AppleJWTCheck.verify(
             token,
-            identityTokenChecks(expectedNonce: expectedNonce),
-            context: checkContext(describes: false)
+            AppleJWTCheck.identityTokenChecks,
+            context: checkContext(describes: false, expectedNonce: expectedNonce)
         )
         guard let identityToken = progress.identityToken else { throw .malformed("the token was not fully checked") }
         return identityToken
     }
 
-    /// Every check of an identity token, in order: the one list ``verify(_:expectedNonce:)`` and
-    /// ``inspect(_:expectedNonce:)`` both walk.
-    func identityTokenChecks(expectedNonce: String?) -> [AppleJWTCheck] {
-        AppleJWTCheck.common + [AppleJWTCheck.identityToken(expectedNonce: expectedNonce, verifier: self)]
-    }
-
     /// The names of the checks of an identity token, or of a notification, as ``inspect(_:expectedNonce:)`` reports
     /// them.
-    public static var identityTokenCheckNames: [String] { AppleJWTCheck.common.map(\.name) + ["claims"] }
-    public static var notificationCheckNames: [String] { (AppleJWTCheck.common + [.notification]).map(\.name) }
+    public static var identityTokenCheckNames: [String] { AppleJWTCheck.identityTokenChecks.map(\.name) }
+    public static var notificationCheckNames: [String] { AppleJWTCheck.notificationChecks.map(\.name) }
 
-    func checkContext(describes: Bool) -> AppleJWTCheck.Context {
-        AppleJWTCheck.Context(keys: keys, configuration: configuration, now: clock.now, describes: describes)
+    func checkContext(describes: Bool, expectedNonce: String? = nil) -> AppleJWTCheck.Context {
+        AppleJWTCheck.Context(
+            keys: keys,
+            configuration: configuration,
+            now: clock.now,
+            describes: describes,
+            expectedNonce: expectedNonce
+        )
     }
 
-    func checkNonce(_ token: IdentityToken, expected: String) throws(AppleSignInError) {
+    static func checkNonce(
+        _ token: IdentityToken,
+        expected: String,
+        configuration: AppleSignInConfiguration
+    ) throws(AppleSignInError) {
         guard let nonce = token.nonce else {
             if token.nonceSupported == false && configuration.acceptsMissingNonceOnUnsupportedPlatforms { return }
             throw AppleSignInError(.nonceMissing, "a nonce was expected but the token carries none")
@@ -129,10 +133,10 @@ extension JSONValue {
 }
 
 /// Compares two byte strings in time that depends only on their lengths.
-func constantTimeEquals(_ lhs: [UInt8], _ rhs: [UInt8]) -> Bool {
+func constantTimeEquals(_ lhs: String.UTF8View, _ rhs: String.UTF8View) -> Bool {
     guard lhs.count == rhs.count else { return false }
     var difference: UInt8 = 0
-    for index in lhs.indices { difference |= lhs[index] ^ rhs[index] }
+    for (left, right) in zip(lhs, rhs) { difference |= left ^ right }
     return difference == 0
 }
 

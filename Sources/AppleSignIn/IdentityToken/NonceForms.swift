@@ -5,10 +5,27 @@ public import Crypto
 public enum NonceForms {
     /// Whether a token's `nonce` claim is `raw`, or its SHA-256 hex (case ignored), compared in constant time.
     public static func matches(claim: String, raw: String) -> Bool {
-        let rawBytes = Array(raw.utf8)
-        // Raw first; the SHA-256 hex form is computed only when the raw form does not match.
-        return constantTimeEquals(Array(claim.utf8), rawBytes)
-            || constantTimeEquals(Array(claim.lowercased().utf8), Array(SHA256.hash(data: rawBytes).hexString.utf8))
+        // Raw first; the SHA-256 hex form is computed only when the raw form does not match. Both compare the
+        // strings' bytes where they are, without copying either into an array (two allocations per sign-in).
+        if constantTimeEquals(claim.utf8, raw.utf8) { return true }
+        var raw = raw
+        let digest = raw.withUTF8 { SHA256.hash(data: UnsafeRawBufferPointer($0)) }
+        let claimBytes = claim.utf8
+        guard claimBytes.count == SHA256.byteCount * 2 else { return false }
+        return digest.withUnsafeBytes { digest in
+            var difference: UInt8 = 0
+            var digits = claimBytes.makeIterator()
+            for byte in digest {
+                difference |= asciiLowercased(digits.next() ?? 0) ^ Hex.digits[Int(byte >> 4)]
+                difference |= asciiLowercased(digits.next() ?? 0) ^ Hex.digits[Int(byte & 0x0F)]
+            }
+            return difference == 0
+        }
+    }
+
+    /// `byte` with A–Z mapped to a–z; the claim is compared with lower-case hex digits, ignoring case.
+    private static func asciiLowercased(_ byte: UInt8) -> UInt8 {
+        byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z") ? byte | 0x20 : byte
     }
 
     /// The SHA-256 of the raw nonce a token's `nonce` claim may stand for, for looking up a server nonce kept only as

@@ -32,7 +32,7 @@ struct SignedAppleJWT {
         /// The decoded payload bytes (JSON, not yet parsed).
         let payload: [UInt8]
         /// The decoded signature.
-        let signature: [UInt8]
+        let signature: Data
         /// SHA-256 of the signing input (`header.payload` as sent).
         let digest: SHA256.Digest
     }
@@ -78,7 +78,7 @@ struct SignedAppleJWT {
         } catch {
             throw .malformed("header is not a JSON object (\(error))")
         }
-        guard let signature = Base64URL.decode(UnsafeBufferPointer(rebasing: bytes[(secondDot + 1)...])) else {
+        guard let signature = Base64URL.decodeData(UnsafeBufferPointer(rebasing: bytes[(secondDot + 1)...])) else {
             throw .malformed("signature is not base64url")
         }
         guard let payload = Base64URL.decode(UnsafeBufferPointer(rebasing: bytes[(firstDot + 1)..<secondDot])) else {
@@ -201,18 +201,21 @@ struct SignedAppleJWT {
     /// `aud` is a string, or (as JWT allows) an array of strings, naming exactly one audience, which must be an
     /// allowed client id: a token that also names another audience is refused (OpenID Connect Core 3.1.3.7, extra
     /// audiences not trusted by the client), whatever the order.
-    static func matchAudience(_ value: JSONValue?, allowed: [ClientID]) throws(AppleSignInError) -> ClientID {
+    static func matchAudience(
+        _ value: JSONValue?,
+        configuration: AppleSignInConfiguration
+    ) throws(AppleSignInError) -> ClientID {
         switch value {
         case .string(let audience):
             let clientID = ClientID(audience)
-            guard allowed.contains(clientID) else { throw .audienceMismatch(got: String(audience.prefix(255))) }
+            guard configuration.allows(clientID) else { throw .audienceMismatch(got: String(audience.prefix(255))) }
             return clientID
         case .array(let values):
             let audiences = values.compactMap(\.stringValue)
             guard audiences.count == values.count, !audiences.isEmpty else {
                 throw .malformed("claim 'aud' is not a string or an array of strings")
             }
-            guard audiences.count == 1, let match = audiences.first, allowed.contains(ClientID(match)) else {
+            guard audiences.count == 1, let match = audiences.first, configuration.allows(ClientID(match)) else {
                 throw .audienceMismatch(got: String(audiences.joined(separator: ",").prefix(255)))
             }
             return ClientID(match)

@@ -43,21 +43,16 @@ extension IdentityTokenVerifier {
     ///   - token: an identity token or the `payload` of a notification.
     ///   - expectedNonce: the raw nonce to compare, if any.
     public func inspect(_ token: String, expectedNonce: String? = nil) async -> TokenInspection {
-        let context = checkContext(describes: true)
+        let context = checkContext(describes: true, expectedNonce: expectedNonce)
         let common = await AppleJWTCheck.inspect(token, AppleJWTCheck.common, context: context)
         var progress = common.progress
         var checks = common.results
         let isNotification = progress.claims?["events"] != nil
         // Past a failed structure or payload check there are no claims to read further.
         if progress.claims != nil {
-            let last =
-                isNotification
-                ? AppleJWTCheck.notification
-                : identityTokenChecks(expectedNonce: expectedNonce)[
-                    AppleJWTCheck.common.count
-                ]
+            let last = isNotification ? AppleJWTCheck.notification : AppleJWTCheck.identityToken
             do {
-                checks.append(.init(name: last.name, outcome: .success(try await last.run(&progress, context))))
+                checks.append(.init(name: last.name, outcome: .success(try await last(&progress, context))))
             } catch {
                 checks.append(.init(name: last.name, outcome: .failure(error)))
             }

@@ -34,7 +34,7 @@ extension IdentityTokenVerifier {
     public func verifyNotification(payload: String) async throws(AppleSignInError) -> ServerNotification {
         let progress = try await AppleJWTCheck.verify(
             payload,
-            AppleJWTCheck.common + [.notification],
+            AppleJWTCheck.notificationChecks,
             context: checkContext(describes: false)
         )
         guard let notification = progress.notification else { throw .malformed("the payload was not fully checked") }

@@ -14,15 +14,28 @@ package struct JSONReader {
 
     /// Parses one JSON document.
     package static func parse(_ bytes: some Collection<UInt8>) throws(Failure) -> JSONValue {
-        let array = Array(bytes)
-        return try array.withUnsafeBufferPointer { buffer throws(Failure) -> JSONValue in
-            var reader = JSONReader(buffer: buffer)
-            reader.skipWhitespace()
-            let value = try reader.readValue(depth: 0)
-            reader.skipWhitespace()
-            guard reader.index == buffer.count else { throw reader.failure("trailing content") }
-            return value
+        let result = bytes.withContiguousStorageIfAvailable { buffer in
+            Result { () throws(Failure) -> JSONValue in try parse(buffer: buffer) }
         }
+        if let result { return try result.get() }
+        return try Array(bytes).withUnsafeBufferPointer { buffer throws(Failure) in try parse(buffer: buffer) }
+    }
+
+    /// Parses bytes where they are. For callers in other modules, where the generic ``parse(_:)`` runs unspecialised:
+    /// it copied a request body into an array byte by byte, through witness tables.
+    package static func parseObject(bytes: UnsafeRawBufferPointer) throws(Failure) -> JSONValue {
+        let value = try parse(buffer: bytes.assumingMemoryBound(to: UInt8.self))
+        guard case .object = value else { throw Failure(reason: "expected an object", offset: 0) }
+        return value
+    }
+
+    private static func parse(buffer: UnsafeBufferPointer<UInt8>) throws(Failure) -> JSONValue {
+        var reader = JSONReader(buffer: buffer)
+        reader.skipWhitespace()
+        let value = try reader.readValue(depth: 0)
+        reader.skipWhitespace()
+        guard reader.index == buffer.count else { throw reader.failure("trailing content") }
+        return value
     }
 
     /// Parses a JSON document that must be an object.

@@ -39,8 +39,11 @@ extension Request {
                 "send the body as 'Content-Type: application/json'"
             )
         }
+        let value: JSONValue
         do {
-            _ = try JSONReader.parseObject(buffer.readableBytesView)
+            value = try buffer.withUnsafeReadableBytes { bytes throws(JSONReader.Failure) in
+                try JSONReader.parseObject(bytes: bytes)
+            }
         } catch {
             throw AuthServerError.badRequest(
                 AuthServerError.Code.invalidJSON,
@@ -48,7 +51,7 @@ extension Request {
             )
         }
         do {
-            return try JSONDecoder().decode(T.self, from: Data(buffer.readableBytesView))
+            return try T(from: JSONValueDecoder(value))
         } catch let DecodingError.keyNotFound(key, context) {
             throw AuthServerError.badRequest(
                 AuthServerError.Code.missingField,

@@ -1,0 +1,127 @@
+import AppleSignIn
+import Foundation
+import Testing
+
+@testable import AuthServer
+
+/// Request bodies are decoded from the strict reader's one parse instead of a second parse by `JSONDecoder`. Each
+/// body here goes through both, and both must give the same value, or fail with the same `DecodingError` case at the
+/// same coding path: the errors a client sees (`missing_field`, `invalid_field` naming the field) are made from those.
+@Suite struct JSONValueDecoderTests {
+    enum Mode: String, Decodable { case on, off }
+
+    struct Inner: Decodable {
+        var name: String
+        var tags: [String]
+    }
+
+    /// Every kind of value a body type could hold, beyond the flat strings siwa's own bodies have today.
+    struct Everything: Decodable {
+        var text: String
+        var flag: Bool?
+        var count: Int?
+        var small: UInt8?
+        var ratio: Double?
+        var mode: Mode?
+        var inner: Inner?
+        var list: [Int]?
+        var nested: [[String]]?
+        var map: [String: Int]?
+    }
+
+    static let bodies = [
+        #"{"text":"a"}"#,
+        #"{"text":"a","flag":true,"count":3,"small":255,"ratio":1.5,"mode":"on"}"#,
+        #"{"text":"a","flag":null,"count":null,"mode":null,"inner":null}"#,
+        #"{}"#,
+        #"{"text":null}"#,
+        #"{"text":42}"#,
+        #"{"text":["a"]}"#,
+        #"{"text":{"a":1}}"#,
+        #"{"text":"a","flag":"true"}"#,
+        #"{"text":"a","flag":1}"#,
+        #"{"text":"a","count":"3"}"#,
+        #"{"text":"a","count":1.0}"#,
+        #"{"text":"a","count":1e2}"#,
+        #"{"text":"a","count":1.5}"#,
+        #"{"text":"a","count":-0}"#,
+        #"{"text":"a","count":9223372036854775808}"#,
+        #"{"text":"a","small":256}"#,
+        #"{"text":"a","small":-1}"#,
+        #"{"text":"a","ratio":3}"#,
+        #"{"text":"a","ratio":"1.5"}"#,
+        #"{"text":"a","mode":"maybe"}"#,
+        #"{"text":"a","mode":1}"#,
+        #"{"text":"a","inner":{"name":"n","tags":["x","y"]}}"#,
+        #"{"text":"a","inner":{"name":"n"}}"#,
+        #"{"text":"a","inner":{"name":"n","tags":["x",2]}}"#,
+        #"{"text":"a","inner":{"name":"n","tags":["x",null]}}"#,
+        #"{"text":"a","inner":[]}"#,
+        #"{"text":"a","list":[1,2,3]}"#,
+        #"{"text":"a","list":[1,"2"]}"#,
+        #"{"text":"a","list":{}}"#,
+        #"{"text":"a","nested":[["a"],[],["b","c"]]}"#,
+        #"{"text":"a","nested":[["a"],[1]]}"#,
+        #"{"text":"a","map":{"x":1,"y":2}}"#,
+        #"{"text":"a","map":{"x":"1"}}"#,
+        #"{"text":"a","unknown":{"deep":[1,{"x":null}]}}"#,
+        #"{"text":"caf\u00e9 \ud83d\ude00"}"#,
+    ]
+
+    @Test(arguments: bodies) func theSameAsJSONDecoder(body: String) throws {
+        let expected = Self.outcome { try JSONDecoder().decode(Everything.self, from: Data(body.utf8)) }
+        let value = try JSONReader.parseObject(Array(body.utf8))
+        let actual = Self.outcome { try Everything(from: JSONValueDecoder(value)) }
+        #expect(actual == expected, "body \(body)")
+    }
+
+    /// siwa's own request bodies, through the same comparison.
+    @Test func theRequestBodies() throws {
+        let bodies = [
+            #"{"identityToken":"t","nonce":"n","givenName":"G","familyName":null}"#,
+            #"{"authorizationCode":"x"}"#,
+            #"{"identityToken":42}"#,
+            #"{"identityToken":null}"#,
+        ]
+        for body in bodies {
+            let value = try JSONReader.parseObject(Array(body.utf8))
+            #expect(
+                Self.outcome { try SessionController.NativeSignInRequest(from: JSONValueDecoder(value)) }
+                    == Self.outcome {
+                        try JSONDecoder().decode(SessionController.NativeSignInRequest.self, from: Data(body.utf8))
+                    },
+                "body \(body)"
+            )
+            #expect(
+                Self.outcome { try VaporTutorialController.SignInBody(from: JSONValueDecoder(value)) }
+                    == Self.outcome {
+                        try JSONDecoder().decode(VaporTutorialController.SignInBody.self, from: Data(body.utf8))
+                    },
+                "body \(body)"
+            )
+        }
+    }
+
+    /// A decoded value, or the error's case and coding path, as text to compare.
+    static func outcome(_ decode: () throws -> some Any) -> String {
+        do {
+            return "value \(try decode())"
+        } catch let DecodingError.keyNotFound(key, context) {
+            return "keyNotFound \(path(context.codingPath + [key]))"
+        } catch let DecodingError.typeMismatch(_, context) {
+            return "typeMismatch \(path(context.codingPath))"
+        } catch let DecodingError.valueNotFound(_, context) {
+            return "valueNotFound \(path(context.codingPath))"
+        } catch DecodingError.dataCorrupted {
+            // A number out of range. `JSONDecoder` leaves its path empty, this decoder names the field; the client
+            // is told `invalid_json` either way, without the path.
+            return "dataCorrupted"
+        } catch {
+            return "other \(error)"
+        }
+    }
+
+    static func path(_ codingPath: [any CodingKey]) -> String {
+        codingPath.map { $0.intValue.map { "[\($0)]" } ?? $0.stringValue }.joined(separator: ".")
+    }
+}
