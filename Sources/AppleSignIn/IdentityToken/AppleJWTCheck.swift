@@ -14,7 +14,7 @@ struct AppleJWTCheck: Sendable {
         let token: String
         var parts: SignedAppleJWT.Parts?
         var key: AppleSigningKey?
-        var claims: JSONValue?
+        var claims: JSONObjectView?
         var issuer: String?
         var audience: ClientID?
         var expiresAt: Date?

@@ -111,7 +111,15 @@ extension IdentityToken {
     }
 }
 
-extension JSONValue {
+/// A JSON object's members by name: a ``JSONValue`` tree, or a token's claims read as a ``JSONObjectView``.
+protocol JSONMembers {
+    subscript(_ name: String) -> JSONValue? { get }
+}
+
+extension JSONValue: JSONMembers {}
+extension JSONObjectView: JSONMembers {}
+
+extension JSONMembers {
     /// A claim that, when present and not null, must be a string.
     func optionalString(_ name: String) throws(AppleSignInError) -> String? {
         switch self[name] {
@@ -133,11 +141,17 @@ extension JSONValue {
 }
 
 /// Compares two byte strings in time that depends only on their lengths.
-func constantTimeEquals(_ lhs: String.UTF8View, _ rhs: String.UTF8View) -> Bool {
-    guard lhs.count == rhs.count else { return false }
-    var difference: UInt8 = 0
-    for (left, right) in zip(lhs, rhs) { difference |= left ^ right }
-    return difference == 0
+func constantTimeEquals(_ lhs: String, _ rhs: String) -> Bool {
+    var lhs = lhs
+    var rhs = rhs
+    return lhs.withUTF8 { left in
+        rhs.withUTF8 { right in
+            guard left.count == right.count else { return false }
+            var difference: UInt8 = 0
+            for index in 0..<left.count { difference |= left[index] ^ right[index] }
+            return difference == 0
+        }
+    }
 }
 
 extension Sequence<UInt8> {

@@ -7,7 +7,7 @@ public enum NonceForms {
     public static func matches(claim: String, raw: String) -> Bool {
         // Raw first; the SHA-256 hex form is computed only when the raw form does not match. Both compare the
         // strings' bytes where they are, without copying either into an array (two allocations per sign-in).
-        if constantTimeEquals(claim.utf8, raw.utf8) { return true }
+        if constantTimeEquals(claim, raw) { return true }
         var raw = raw
         let digest = raw.withUTF8 { SHA256.hash(data: UnsafeRawBufferPointer($0)) }
         let claimBytes = claim.utf8

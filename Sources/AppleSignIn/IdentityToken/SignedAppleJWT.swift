@@ -17,7 +17,7 @@ struct SignedAppleJWT {
     /// The longest token accepted; Apple's are about 1 KB.
     static let maximumLength = 16 * 1024
 
-    let claims: JSONValue
+    let claims: JSONObjectView
     let audience: ClientID
     let issuer: String
     let issuedAt: Date
@@ -32,7 +32,7 @@ struct SignedAppleJWT {
         /// The decoded payload bytes (JSON, not yet parsed).
         let payload: [UInt8]
         /// The decoded signature.
-        let signature: Data
+        let signature: [UInt8]
         /// SHA-256 of the signing input (`header.payload` as sent).
         let digest: SHA256.Digest
     }
@@ -78,7 +78,7 @@ struct SignedAppleJWT {
         } catch {
             throw .malformed("header is not a JSON object (\(error))")
         }
-        guard let signature = Base64URL.decodeData(UnsafeBufferPointer(rebasing: bytes[(secondDot + 1)...])) else {
+        guard let signature = Base64URL.decode(UnsafeBufferPointer(rebasing: bytes[(secondDot + 1)...])) else {
             throw .malformed("signature is not base64url")
         }
         guard let payload = Base64URL.decode(UnsafeBufferPointer(rebasing: bytes[(firstDot + 1)..<secondDot])) else {
@@ -140,9 +140,9 @@ struct SignedAppleJWT {
     }
 
     /// The claims object.
-    static func decodeClaims(_ parts: Parts) throws(AppleSignInError) -> JSONValue {
+    static func decodeClaims(_ parts: Parts) throws(AppleSignInError) -> JSONObjectView {
         do {
-            return try JSONReader.parseObject(parts.payload)
+            return try JSONReader.parseObjectView(parts.payload)
         } catch {
             throw .malformed("claims are not a JSON object (\(error))")
         }
@@ -150,7 +150,7 @@ struct SignedAppleJWT {
 
     /// `iss` is Apple's (or, when configured, the short-lived `account.apple.com`).
     static func checkIssuer(
-        _ claims: JSONValue,
+        _ claims: JSONObjectView,
         configuration: AppleSignInConfiguration
     ) throws(AppleSignInError) -> String {
         guard let issuer = claims["iss"]?.stringValue else { throw .malformed("claim 'iss' is missing") }
@@ -167,7 +167,8 @@ struct SignedAppleJWT {
     }
 
     /// `exp` is not past by more than the leeway.
-    static func checkExpiry(_ claims: JSONValue, now: Date, leeway: TimeInterval) throws(AppleSignInError) -> Date {
+    static func checkExpiry(_ claims: JSONObjectView, now: Date, leeway: TimeInterval) throws(AppleSignInError) -> Date
+    {
         guard let exp = claims["exp"]?.doubleValue, exp.isFinite else { throw .malformed("claim 'exp' is missing") }
         let nowSeconds = now.timeIntervalSince1970
         guard nowSeconds <= exp + leeway else {
@@ -180,7 +181,11 @@ struct SignedAppleJWT {
     }
 
     /// `iat` is not in the future by more than the leeway ("token used before issued").
-    static func checkIssuedAt(_ claims: JSONValue, now: Date, leeway: TimeInterval) throws(AppleSignInError) -> Date {
+    static func checkIssuedAt(
+        _ claims: JSONObjectView,
+        now: Date,
+        leeway: TimeInterval
+    ) throws(AppleSignInError) -> Date {
         guard let iat = claims["iat"]?.doubleValue, iat.isFinite else { throw .malformed("claim 'iat' is missing") }
         let nowSeconds = now.timeIntervalSince1970
         guard iat <= nowSeconds + leeway else {

@@ -1,9 +1,3 @@
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
-
 /// Base64url without padding (RFC 4648 §5), as JWS compact serialisation uses it.
 ///
 /// Decoding is strict: only the URL-safe alphabet, no padding, no white space, and the unused trailing bits must be
@@ -32,15 +26,6 @@ package enum Base64URL {
             valid = decode(input, into: out)
             initialized = valid ? outputCount : 0
         }
-        return valid ? output : nil
-    }
-
-    /// Decodes into `Data`, for bytes that are handed on as `Data` (an RSA signature): one buffer instead of an array
-    /// copied into `Data` afterwards.
-    static func decodeData(_ input: UnsafeBufferPointer<UInt8>) -> Data? {
-        guard let outputCount = decodedCount(input.count) else { return nil }
-        var output = Data(count: outputCount)
-        let valid = output.withUnsafeMutableBytes { decode(input, into: $0.bindMemory(to: UInt8.self)) }
         return valid ? output : nil
     }
 
