@@ -21,6 +21,12 @@ import Testing
         #expect(!NonceForms.matches(claim: String(repeating: "0", count: 64), raw: Self.raw))
         #expect(NonceForms.matches(claim: "", raw: ""))
         #expect(!NonceForms.matches(claim: Self.raw.uppercased(), raw: Self.raw), "the raw form is compared exactly")
+        // Only A–Z are folded: a digit with its 0x20 bit cleared (a control character) is not that digit.
+        let digitsCleared = String(
+            decoding: Self.hex.utf8.map { $0 >= 0x30 && $0 <= 0x39 ? $0 & ~0x20 : $0 },
+            as: UTF8.self
+        )
+        #expect(!NonceForms.matches(claim: digitsCleared, raw: Self.raw))
     }
 
     @Test func aClaimStandsForTheHashOfTheRawNonceInEitherForm() {

@@ -140,7 +140,7 @@ extension JSONMembers {
     }
 }
 
-/// Compares two byte strings in time that depends only on their lengths.
+/// Compares two strings' UTF-8 bytes in time that depends only on their lengths.
 func constantTimeEquals(_ lhs: String, _ rhs: String) -> Bool {
     var lhs = lhs
     var rhs = rhs
@@ -152,9 +152,4 @@ func constantTimeEquals(_ lhs: String, _ rhs: String) -> Bool {
             return difference == 0
         }
     }
-}
-
-extension Sequence<UInt8> {
-    /// Lower-case hex.
-    var hexString: String { Hex.encode(self) }
 }

@@ -70,6 +70,7 @@ package enum Base64URL {
         }
     }
 
+    /// Decodes a string, or returns `nil` when it is not canonical unpadded base64url.
     package static func decode(_ input: String) -> [UInt8]? {
         var input = input
         return input.withUTF8 { decode($0) }

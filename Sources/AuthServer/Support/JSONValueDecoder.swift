@@ -1,4 +1,5 @@
 import AppleSignIn
+import Foundation
 
 /// Decodes a `Decodable` request body from the ``JSONValue`` that the strict reader already made of it.
 ///
@@ -50,7 +51,29 @@ struct JSONValueDecoder: Decoder {
         case is Double.Type:
             return try number(value, path) as! T
         case is Float.Type:
-            return Float(try number(value, path)) as! T
+            let number = Float(try number(value, path))
+            guard number.isFinite else { throw notRepresentable(value, Float.self, path) }
+            return number as! T
+        case is URL.Type:
+            // As `JSONDecoder`: a URL is a string.
+            guard let url = URL(string: try decode(String.self, from: value, path: path)) else {
+                throw DecodingError.dataCorrupted(.init(codingPath: path, debugDescription: "Invalid URL string."))
+            }
+            return url as! T
+        case is Data.Type:
+            // As `JSONDecoder`'s default: base64 text.
+            guard let data = Data(base64Encoded: try decode(String.self, from: value, path: path)) else {
+                throw DecodingError.dataCorrupted(
+                    .init(codingPath: path, debugDescription: "Encountered Data is not valid Base64.")
+                )
+            }
+            return data as! T
+        case is Decimal.Type:
+            // `JSONDecoder` reads a `Decimal` from the number's text; no request body has one. Refused here rather
+            // than read another way, so that a body type that gains one fails its test first.
+            throw DecodingError.dataCorrupted(
+                .init(codingPath: path, debugDescription: "Decimal is not supported by JSONValueDecoder.")
+            )
         case let integer as any FixedWidthInteger.Type:
             return try Self.integer(integer, value, path) as! T
         default:
@@ -62,7 +85,14 @@ struct JSONValueDecoder: Decoder {
         guard case .number(let text) = value, let number = Double(text) else {
             throw mismatch(Double.self, value, path)
         }
+        // As `JSONDecoder`: a number too large for a `Double` (`1e400`) is refused, not read as infinity.
+        guard number.isFinite else { throw notRepresentable(value, Double.self, path) }
         return number
+    }
+
+    private static func notRepresentable(_ value: JSONValue, _ type: Any.Type, _ path: [any CodingKey]) -> DecodingError
+    {
+        .dataCorrupted(.init(codingPath: path, debugDescription: "Parsed JSON number does not fit in \(type)."))
     }
 
     private static func integer<I: FixedWidthInteger>(
