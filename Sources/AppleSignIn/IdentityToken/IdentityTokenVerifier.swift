@@ -141,7 +141,7 @@ extension JSONMembers {
 }
 
 /// Compares two strings' UTF-8 bytes in time that depends only on their lengths.
-func constantTimeEquals(_ lhs: String, _ rhs: String) -> Bool {
+package func constantTimeEquals(_ lhs: String, _ rhs: String) -> Bool {
     var lhs = lhs
     var rhs = rhs
     return lhs.withUTF8 { left in

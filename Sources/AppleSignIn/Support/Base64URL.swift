@@ -20,53 +20,50 @@ package enum Base64URL {
 
     /// The decoder proper: four characters to three bytes at a time, one table lookup per character.
     private static func decode(buffer input: UnsafeBufferPointer<UInt8>) -> [UInt8]? {
-        guard let outputCount = decodedCount(input.count) else { return nil }
-        var valid = true
-        let output = [UInt8](unsafeUninitializedCapacity: outputCount) { out, initialized in
-            valid = decode(input, into: out)
-            initialized = valid ? outputCount : 0
-        }
-        return valid ? output : nil
-    }
-
-    /// How many bytes `count` characters decode to, or nil when no unpadded base64url text has that length.
-    private static func decodedCount(_ count: Int) -> Int? {
-        let remainder = count % 4
-        if remainder == 1 { return nil }
-        return count / 4 * 3 + (remainder == 0 ? 0 : remainder - 1)
-    }
-
-    /// Decodes `input` into `out`, which holds exactly ``decodedCount(_:)`` bytes; false if `input` is not base64url.
-    private static func decode(_ input: UnsafeBufferPointer<UInt8>, into out: UnsafeMutableBufferPointer<UInt8>) -> Bool
-    {
         let count = input.count
         let remainder = count % 4
-        return decodeTable.withUnsafeBufferPointer { table -> Bool in
-            var read = 0
-            var written = 0
-            while read + 4 <= count {
-                let a = UInt32(table[Int(input[read])])
-                let b = UInt32(table[Int(input[read + 1])])
-                let c = UInt32(table[Int(input[read + 2])])
-                let d = UInt32(table[Int(input[read + 3])])
-                if (a | b | c | d) & 0xC0 != 0 { return false }
-                let triple = a << 18 | b << 12 | c << 6 | d
-                out[written] = UInt8(truncatingIfNeeded: triple >> 16)
-                out[written + 1] = UInt8(truncatingIfNeeded: triple >> 8)
-                out[written + 2] = UInt8(truncatingIfNeeded: triple)
-                read += 4
-                written += 3
+        if remainder == 1 { return nil }
+        let outputCount = count / 4 * 3 + (remainder == 0 ? 0 : remainder - 1)
+        return decodeTable.withUnsafeBufferPointer { table -> [UInt8]? in
+            var valid = true
+            let output = [UInt8](unsafeUninitializedCapacity: outputCount) { out, initialized in
+                var read = 0
+                var written = 0
+                while read + 4 <= count {
+                    let a = UInt32(table[Int(input[read])])
+                    let b = UInt32(table[Int(input[read + 1])])
+                    let c = UInt32(table[Int(input[read + 2])])
+                    let d = UInt32(table[Int(input[read + 3])])
+                    if (a | b | c | d) & 0xC0 != 0 {
+                        valid = false
+                        break
+                    }
+                    let triple = a << 18 | b << 12 | c << 6 | d
+                    out[written] = UInt8(truncatingIfNeeded: triple >> 16)
+                    out[written + 1] = UInt8(truncatingIfNeeded: triple >> 8)
+                    out[written + 2] = UInt8(truncatingIfNeeded: triple)
+                    read += 4
+                    written += 3
+                }
+                if valid, remainder >= 2 {
+                    let a = UInt32(table[Int(input[read])])
+                    let b = UInt32(table[Int(input[read + 1])])
+                    let c = remainder == 3 ? UInt32(table[Int(input[read + 2])]) : 0
+                    // Leftover bits must be zero padding, so every byte string has exactly one encoding.
+                    if (a | b | c) & 0xC0 != 0 || (remainder == 2 ? b & 0x0F : c & 0x03) != 0 {
+                        valid = false
+                    } else {
+                        out[written] = UInt8(truncatingIfNeeded: a << 2 | b >> 4)
+                        written += 1
+                        if remainder == 3 {
+                            out[written] = UInt8(truncatingIfNeeded: b << 4 | c >> 2)
+                            written += 1
+                        }
+                    }
+                }
+                initialized = valid ? written : 0
             }
-            if remainder >= 2 {
-                let a = UInt32(table[Int(input[read])])
-                let b = UInt32(table[Int(input[read + 1])])
-                let c = remainder == 3 ? UInt32(table[Int(input[read + 2])]) : 0
-                // Leftover bits must be zero padding, so every byte string has exactly one encoding.
-                if (a | b | c) & 0xC0 != 0 || (remainder == 2 ? b & 0x0F : c & 0x03) != 0 { return false }
-                out[written] = UInt8(truncatingIfNeeded: a << 2 | b >> 4)
-                if remainder == 3 { out[written + 1] = UInt8(truncatingIfNeeded: b << 4 | c >> 2) }
-            }
-            return true
+            return valid ? output : nil
         }
     }
 

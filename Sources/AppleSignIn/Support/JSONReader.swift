@@ -24,9 +24,7 @@ package struct JSONReader {
     /// Parses bytes where they are. For callers in other modules, where the generic ``parse(_:)`` runs unspecialised:
     /// it copied a request body into an array byte by byte, through witness tables.
     package static func parseObject(bytes: UnsafeRawBufferPointer) throws(Failure) -> JSONValue {
-        let value = try parse(buffer: bytes.assumingMemoryBound(to: UInt8.self))
-        guard case .object = value else { throw Failure(reason: "expected an object", offset: 0) }
-        return value
+        try object(try parse(buffer: bytes.assumingMemoryBound(to: UInt8.self)))
     }
 
     private static func parse(buffer: UnsafeBufferPointer<UInt8>) throws(Failure) -> JSONValue {
@@ -40,7 +38,11 @@ package struct JSONReader {
 
     /// Parses a JSON document that must be an object.
     package static func parseObject(_ bytes: some Collection<UInt8>) throws(Failure) -> JSONValue {
-        let value = try parse(bytes)
+        try object(try parse(bytes))
+    }
+
+    /// `value` if it is an object; what both object entries refuse otherwise.
+    private static func object(_ value: JSONValue) throws(Failure) -> JSONValue {
         guard case .object = value else { throw Failure(reason: "expected an object", offset: 0) }
         return value
     }

@@ -154,9 +154,9 @@ extension OpenIDController {
             throw OAuthError.invalidRequest("code_verifier must be 43 to 128 unreserved characters")
         }
         let computed = Base64URL.encode(Array(SHA256.hash(data: Array(verifier.utf8))))
-        var difference: UInt8 = computed.utf8.count == challenge.utf8.count ? 0 : 1
-        for (a, b) in zip(computed.utf8, challenge.utf8) { difference |= a ^ b }
-        guard difference == 0 else { throw OAuthError.invalidGrant("code_verifier does not match the code_challenge") }
+        guard constantTimeEquals(computed, challenge) else {
+            throw OAuthError.invalidGrant("code_verifier does not match the code_challenge")
+        }
     }
 
     private func refresh(

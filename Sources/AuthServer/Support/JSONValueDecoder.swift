@@ -52,7 +52,7 @@ struct JSONValueDecoder: Decoder {
             return try number(value, path) as! T
         case is Float.Type:
             let number = Float(try number(value, path))
-            guard number.isFinite else { throw notRepresentable(value, Float.self, path) }
+            guard number.isFinite else { throw notRepresentable(value, as: Float.self, path) }
             return number as! T
         case is URL.Type:
             // As `JSONDecoder`: a URL is a string.
@@ -86,13 +86,20 @@ struct JSONValueDecoder: Decoder {
             throw mismatch(Double.self, value, path)
         }
         // As `JSONDecoder`: a number too large for a `Double` (`1e400`) is refused, not read as infinity.
-        guard number.isFinite else { throw notRepresentable(value, Double.self, path) }
+        guard number.isFinite else { throw notRepresentable(value, as: Double.self, path) }
         return number
     }
 
-    private static func notRepresentable(_ value: JSONValue, _ type: Any.Type, _ path: [any CodingKey]) -> DecodingError
-    {
-        .dataCorrupted(.init(codingPath: path, debugDescription: "Parsed JSON number does not fit in \(type)."))
+    /// A number that `type` cannot hold (`1e400` as a `Double`, `256` as a `UInt8`), as `JSONDecoder` refuses it.
+    private static func notRepresentable(
+        _ value: JSONValue,
+        as type: Any.Type,
+        _ path: [any CodingKey]
+    ) -> DecodingError {
+        let text = if case .number(let text) = value { String(text.prefix(40)) } else { "" }
+        return .dataCorrupted(
+            .init(codingPath: path, debugDescription: "Parsed JSON number <\(text)> does not fit in \(type).")
+        )
     }
 
     private static func integer<I: FixedWidthInteger>(
@@ -104,12 +111,7 @@ struct JSONValueDecoder: Decoder {
         // As `JSONDecoder`: digits first, then a number with a fraction or exponent that is a whole number in range.
         if let integer = I(text) { return integer }
         if let double = Double(text), let integer = I(exactly: double) { return integer }
-        throw DecodingError.dataCorrupted(
-            .init(
-                codingPath: path,
-                debugDescription: "Parsed JSON number <\(text.prefix(40))> does not fit in \(type)."
-            )
-        )
+        throw notRepresentable(value, as: type, path)
     }
 
     private struct Keyed<Key: CodingKey>: KeyedDecodingContainerProtocol {
