@@ -176,4 +176,29 @@ struct JSONReaderTests {
             }
         }
     }
+
+    /// A claims view compares a plain string where it is, and an escaped or non-ASCII one as a string, so that both
+    /// spellings of one value match, and anything else (absent, another string, another type) matches nothing.
+    @Test func viewComparesAStringWithoutMakingIt() throws {
+        let candidates = ["https://appleid.apple.com", "https://account.apple.com"]
+        let cases: [(String, String?)] = [
+            (#"{"iss":"https://appleid.apple.com"}"#, "https://appleid.apple.com"),
+            (#"{"iss":"https://account.apple.com","sub":"x"}"#, "https://account.apple.com"),
+            (#"{"iss":"https:\/\/appleid.apple.com"}"#, "https://appleid.apple.com"),
+            (#"{"iss":"https://appleid.apple.co\u006d"}"#, "https://appleid.apple.com"),
+            (#"{"iss":"https://appleid.apple.com "}"#, nil),
+            (#"{"iss":"https://appleid.apple.co"}"#, nil),
+            (#"{"iss":"https://appleid.applé.com"}"#, nil),
+            (#"{"iss":""}"#, nil),
+            (#"{"iss":1}"#, nil),
+            (#"{"iss":null}"#, nil),
+            (#"{"iss":["https://appleid.apple.com"]}"#, nil),
+            (#"{"is":"https://appleid.apple.com"}"#, nil),
+            (#"{}"#, nil),
+        ]
+        for (document, expected) in cases {
+            let view = try JSONReader.parseObjectView(Array(document.utf8))
+            #expect(view.string("iss", isOneOf: candidates) == expected, "\(document)")
+        }
+    }
 }

@@ -249,19 +249,31 @@ struct ParserFuzzTests {
         }
         for document in documents {
             let label = "\(String(decoding: document.prefix(200), as: UTF8.self)) (seed \(Self.seed))"
-            switch (
-                Result { try JSONReader.parseObject(document) }, Result { try JSONReader.parseObjectView(document) }
-            ) {
-            case (.success(.object(let members)), .success(let view)):
-                #expect(view.members.count == members.count, "\(label)")
-                for member in members { #expect(view[member.key] == member.value, "\(label)") }
-                for absent in ["nope", "exp ", "", "\u{212B}"] where !members.contains(where: { $0.hasKey(absent) }) {
-                    #expect(view[absent] == nil, "\(label)")
+            // The document alone, and (as a token's header and claims are) inside a larger buffer.
+            let padded = Array("{\"x\":1}".utf8) + document + Array("]\"".utf8)
+            let inside = 7..<(7 + document.count)
+            for view in [
+                Result { try JSONReader.parseObjectView(document) },
+                Result { try JSONReader.parseObjectView(padded, range: inside) },
+            ] {
+                switch (Result { try JSONReader.parseObject(document) }, view) {
+                case (.success(.object(let members)), .success(let view)):
+                    #expect(view.members.count == members.count, "\(label)")
+                    #expect(Array(view.text) == document, "\(label)")
+                    for member in members { #expect(view[member.key] == member.value, "\(label)") }
+                    // Names that share a key's first eight bytes, or its length, but are other names.
+                    let near = members.flatMap { member in
+                        [member.key + "x", String(member.key.dropLast()), String(member.key.dropLast()) + "~"]
+                    }
+                    for absent in ["nope", "exp ", "", "\u{212B}"] + near
+                    where !members.contains(where: { $0.hasKey(absent) }) {
+                        #expect(view[absent] == nil, "\(absent) in \(label)")
+                    }
+                case (.failure(let tree), .failure(let view)):
+                    #expect("\(tree)" == "\(view)", "\(label)")
+                case (let tree, let view):
+                    Issue.record("the tree reader gave \(tree), the view \(view): \(label)")
                 }
-            case (.failure(let tree), .failure(let view)):
-                #expect("\(tree)" == "\(view)", "\(label)")
-            case (let tree, let view):
-                Issue.record("the tree reader gave \(tree), the view \(view): \(label)")
             }
         }
     }

@@ -63,4 +63,56 @@ import Testing
             }
         }
     }
+
+    /// The three parts are decoded side by side into one buffer: each must read back as its own decoding, whatever
+    /// the parts' lengths, and a token with several bad parts is told about the first one used (header, its JSON,
+    /// signature, payload), as when each part was decoded on its own.
+    @Test func partsDecodeIntoTheirOwnRangesAndFailInOrder() throws {
+        let headers = [
+            Base64URL.encode(Array(#"{"alg":"RS256","kid":"k"}"#.utf8)), Base64URL.encode(Array("[]".utf8)), "", "A",
+            "e*J9",
+        ]
+        let payloads = [
+            Base64URL.encode(Array(#"{"sub":"x"}"#.utf8)), Base64URL.encode([0xFF, 0x00]), "", "A", "e$J9",
+        ]
+        let signatures = [
+            Base64URL.encode((0..<256).map { UInt8($0) }), Base64URL.encode([7]), Base64URL.encode([7, 8]), "", "A",
+            "c2ln*",
+        ]
+        for header in headers {
+            for payload in payloads {
+                for signature in signatures {
+                    let token = "\(header).\(payload).\(signature)"
+                    let decodedHeader = Base64URL.decode(header)
+                    let expectedFailure: String? =
+                        if decodedHeader == nil {
+                            "header is not base64url"
+                        } else if (try? JSONReader.parseObject(decodedHeader!)) == nil {
+                            "header is not a JSON object"
+                        } else if Base64URL.decode(signature) == nil {
+                            "signature is not base64url"
+                        } else if Base64URL.decode(payload) == nil {
+                            "payload is not base64url"
+                        } else {
+                            nil
+                        }
+                    do {
+                        let parts = try SignedAppleJWT.decode(token)
+                        #expect(expectedFailure == nil, "\(token)")
+                        #expect(Array(parts.headerBytes) == decodedHeader, "\(token)")
+                        #expect(Array(parts.payload) == Base64URL.decode(payload), "\(token)")
+                        #expect(
+                            Array(parts.header.bytes[parts.signatureRange]) == Base64URL.decode(signature),
+                            "\(token)"
+                        )
+                    } catch {
+                        #expect(
+                            expectedFailure.map { error.description.contains($0) } == true,
+                            "\(token): \(error), expected \(expectedFailure ?? "success")"
+                        )
+                    }
+                }
+            }
+        }
+    }
 }

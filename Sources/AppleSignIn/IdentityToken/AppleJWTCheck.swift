@@ -194,7 +194,12 @@ struct AppleJWTCheck: Sendable {
         context: Context
     ) async throws(AppleSignInError) -> Progress {
         var progress = Progress(token: token)
-        for check in checks { _ = try await check(&progress, context) }
+        for check in checks {
+            // Only a fetch is awaited: calling each check through the async `callAsFunction` made an async frame
+            // per check.
+            if let fetch = check.fetch { try await fetch(&progress, context) }
+            _ = try check.run(&progress, context)
+        }
         return progress
     }
 

@@ -23,18 +23,22 @@ struct SignedAppleJWT {
     let issuedAt: Date
     let expiresAt: Date
 
-    /// A compact JWS split and decoded, nothing verified yet.
+    /// A compact JWS split and decoded, nothing verified yet: the three parts decoded side by side into one buffer.
     struct Parts {
-        /// The header's JSON text.
-        let headerBytes: [UInt8]
-        /// The decoded header.
-        let header: JSONValue
-        /// The decoded payload bytes (JSON, not yet parsed).
-        let payload: [UInt8]
-        /// The decoded signature.
-        let signature: [UInt8]
+        /// The decoded header, read as a view of its members; its buffer holds the payload and the signature after
+        /// it.
+        let header: JSONObjectView
+        /// Where the decoded payload (JSON, not yet parsed) is in the header's buffer.
+        let payloadRange: Range<Int>
+        /// Where the decoded signature is in the header's buffer.
+        let signatureRange: Range<Int>
         /// SHA-256 of the signing input (`header.payload` as sent).
         let digest: SHA256.Digest
+
+        /// The header's JSON text.
+        var headerBytes: ArraySlice<UInt8> { header.text }
+        /// The payload's JSON text.
+        var payload: ArraySlice<UInt8> { header.bytes[payloadRange] }
     }
 
     /// Splits the token into its three parts and decodes each once, reading the token's UTF-8 in place.
@@ -69,23 +73,46 @@ struct SignedAppleJWT {
         firstDot: Int,
         secondDot: Int
     ) throws(AppleSignInError) -> Parts {
-        guard let headerBytes = Base64URL.decode(UnsafeBufferPointer(rebasing: bytes[..<firstDot])) else {
+        let headerText = UnsafeBufferPointer(rebasing: bytes[..<firstDot])
+        let payloadText = UnsafeBufferPointer(rebasing: bytes[(firstDot + 1)..<secondDot])
+        let signatureText = UnsafeBufferPointer(rebasing: bytes[(secondDot + 1)...])
+        // The three parts are decoded side by side into one buffer, and the failures told in the order the parts
+        // are used (header, its JSON, signature, payload).
+        guard let headerCount = Base64URL.decodedCount(headerText.count) else {
             throw .malformed("header is not base64url")
         }
-        let header: JSONValue
+        let payloadCount = Base64URL.decodedCount(payloadText.count)
+        let signatureCount = Base64URL.decodedCount(signatureText.count)
+        let payloadEnd = headerCount + (payloadCount ?? 0)
+        var headerDecoded = false
+        var payloadDecoded = false
+        var signatureDecoded = false
+        let decoded = [UInt8](unsafeUninitializedCapacity: payloadEnd + (signatureCount ?? 0)) { buffer, initialized in
+            headerDecoded = Base64URL.decode(headerText, into: buffer.baseAddress)
+            payloadDecoded =
+                payloadCount != nil && Base64URL.decode(payloadText, into: buffer.baseAddress.map { $0 + headerCount })
+            signatureDecoded =
+                signatureCount != nil
+                && Base64URL.decode(signatureText, into: buffer.baseAddress.map { $0 + payloadEnd })
+            // Past a part that failed, nothing is read: its failure is thrown once the header has been read.
+            initialized = payloadDecoded && signatureDecoded ? buffer.count : headerDecoded ? headerCount : 0
+        }
+        guard headerDecoded else { throw .malformed("header is not base64url") }
+        let header: JSONObjectView
         do {
-            header = try JSONReader.parseObject(headerBytes)
+            header = try JSONReader.parseObjectView(decoded, range: 0..<headerCount)
         } catch {
             throw .malformed("header is not a JSON object (\(error))")
         }
-        guard let signature = Base64URL.decode(UnsafeBufferPointer(rebasing: bytes[(secondDot + 1)...])) else {
-            throw .malformed("signature is not base64url")
-        }
-        guard let payload = Base64URL.decode(UnsafeBufferPointer(rebasing: bytes[(firstDot + 1)..<secondDot])) else {
-            throw .malformed("payload is not base64url")
-        }
+        guard signatureDecoded else { throw .malformed("signature is not base64url") }
+        guard payloadDecoded else { throw .malformed("payload is not base64url") }
         let digest = SHA256.hash(data: UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: bytes[..<secondDot])))
-        return Parts(headerBytes: headerBytes, header: header, payload: payload, signature: signature, digest: digest)
+        return Parts(
+            header: header,
+            payloadRange: headerCount..<payloadEnd,
+            signatureRange: payloadEnd..<decoded.count,
+            digest: digest
+        )
     }
 
     /// The offset of the first `.` at or after `start`, read eight bytes at a time (a token is about 1 KB, and its
@@ -132,8 +159,13 @@ struct SignedAppleJWT {
 
     /// RSASSA-PKCS1-v1_5 with SHA-256 over the signing input.
     static func checkSignature(_ parts: Parts, key: AppleSigningKey) throws(AppleSignInError) {
-        guard !parts.signature.isEmpty else { throw .malformed("signature is empty") }
-        let signature = _RSA.Signing.RSASignature(rawRepresentation: parts.signature)
+        guard !parts.signatureRange.isEmpty else { throw .malformed("signature is empty") }
+        // The signature's bytes copied once into the `Data` the check takes: the initialiser, generic over
+        // `DataProtocol`, would copy them through a second buffer.
+        var signature = _RSA.Signing.RSASignature(rawRepresentation: Data())
+        signature.rawRepresentation = parts.header.bytes.withUnsafeBufferPointer { buffer in
+            Data(buffer: UnsafeBufferPointer(rebasing: buffer[parts.signatureRange]))
+        }
         guard key.publicKey.isValidSignature(signature, for: parts.digest, padding: .insecurePKCS1v1_5) else {
             throw AppleSignInError(.badSignature, "signature does not verify with Apple's key '\(key.keyID)'")
         }
@@ -142,17 +174,27 @@ struct SignedAppleJWT {
     /// The claims object.
     static func decodeClaims(_ parts: Parts) throws(AppleSignInError) -> JSONObjectView {
         do {
-            return try JSONReader.parseObjectView(parts.payload)
+            return try JSONReader.parseObjectView(parts.header.bytes, range: parts.payloadRange)
         } catch {
             throw .malformed("claims are not a JSON object (\(error))")
         }
     }
+
+    private static let knownIssuers = [
+        AppleSignInConfiguration.appleIssuer, AppleSignInConfiguration.accountAppleIssuer,
+    ]
 
     /// `iss` is Apple's (or, when configured, the short-lived `account.apple.com`).
     static func checkIssuer(
         _ claims: JSONObjectView,
         configuration: AppleSignInConfiguration
     ) throws(AppleSignInError) -> String {
+        // Apple's issuer, compared where it is in the claims: no string made for it.
+        if let issuer = claims.string("iss", isOneOf: knownIssuers),
+            issuer == AppleSignInConfiguration.appleIssuer || configuration.acceptsAccountAppleIssuer
+        {
+            return issuer
+        }
         guard let issuer = claims["iss"]?.stringValue else { throw .malformed("claim 'iss' is missing") }
         guard
             issuer == AppleSignInConfiguration.appleIssuer

@@ -18,52 +18,55 @@ package enum Base64URL {
         return Array(input).withUnsafeBufferPointer { decode(buffer: $0) }
     }
 
-    /// The decoder proper: four characters to three bytes at a time, one table lookup per character.
+    /// The number of bytes `count` characters of unpadded base64url decode to, or nil for a length no encoding has.
+    package static func decodedCount(_ count: Int) -> Int? {
+        let remainder = count % 4
+        return remainder == 1 ? nil : count / 4 * 3 + (remainder == 0 ? 0 : remainder - 1)
+    }
+
     private static func decode(buffer input: UnsafeBufferPointer<UInt8>) -> [UInt8]? {
+        guard let outputCount = decodedCount(input.count) else { return nil }
+        var valid = false
+        let output = [UInt8](unsafeUninitializedCapacity: outputCount) { out, initialized in
+            valid = decode(input, into: out.baseAddress)
+            initialized = valid ? outputCount : 0
+        }
+        return valid ? output : nil
+    }
+
+    /// The decoder proper, into memory the caller provides (``decodedCount(_:)`` bytes; a token's parts are decoded
+    /// side by side into one buffer): four characters to three bytes at a time, one table lookup per character.
+    /// Returns whether `input` was canonical unpadded base64url; when not, what was written is to be ignored.
+    package static func decode(_ input: UnsafeBufferPointer<UInt8>, into out: UnsafeMutablePointer<UInt8>?) -> Bool {
         let count = input.count
         let remainder = count % 4
-        if remainder == 1 { return nil }
-        let outputCount = count / 4 * 3 + (remainder == 0 ? 0 : remainder - 1)
-        return decodeTable.withUnsafeBufferPointer { table -> [UInt8]? in
-            var valid = true
-            let output = [UInt8](unsafeUninitializedCapacity: outputCount) { out, initialized in
-                var read = 0
-                var written = 0
-                while read + 4 <= count {
-                    let a = UInt32(table[Int(input[read])])
-                    let b = UInt32(table[Int(input[read + 1])])
-                    let c = UInt32(table[Int(input[read + 2])])
-                    let d = UInt32(table[Int(input[read + 3])])
-                    if (a | b | c | d) & 0xC0 != 0 {
-                        valid = false
-                        break
-                    }
-                    let triple = a << 18 | b << 12 | c << 6 | d
-                    out[written] = UInt8(truncatingIfNeeded: triple >> 16)
-                    out[written + 1] = UInt8(truncatingIfNeeded: triple >> 8)
-                    out[written + 2] = UInt8(truncatingIfNeeded: triple)
-                    read += 4
-                    written += 3
-                }
-                if valid, remainder >= 2 {
-                    let a = UInt32(table[Int(input[read])])
-                    let b = UInt32(table[Int(input[read + 1])])
-                    let c = remainder == 3 ? UInt32(table[Int(input[read + 2])]) : 0
-                    // Leftover bits must be zero padding, so every byte string has exactly one encoding.
-                    if (a | b | c) & 0xC0 != 0 || (remainder == 2 ? b & 0x0F : c & 0x03) != 0 {
-                        valid = false
-                    } else {
-                        out[written] = UInt8(truncatingIfNeeded: a << 2 | b >> 4)
-                        written += 1
-                        if remainder == 3 {
-                            out[written] = UInt8(truncatingIfNeeded: b << 4 | c >> 2)
-                            written += 1
-                        }
-                    }
-                }
-                initialized = valid ? written : 0
+        guard remainder != 1 else { return false }
+        guard count > 0, let out else { return count == 0 }
+        return decodeTable.withUnsafeBufferPointer { table -> Bool in
+            var read = 0
+            var written = 0
+            while read + 4 <= count {
+                let a = UInt32(table[Int(input[read])])
+                let b = UInt32(table[Int(input[read + 1])])
+                let c = UInt32(table[Int(input[read + 2])])
+                let d = UInt32(table[Int(input[read + 3])])
+                if (a | b | c | d) & 0xC0 != 0 { return false }
+                let triple = a << 18 | b << 12 | c << 6 | d
+                out[written] = UInt8(truncatingIfNeeded: triple >> 16)
+                out[written + 1] = UInt8(truncatingIfNeeded: triple >> 8)
+                out[written + 2] = UInt8(truncatingIfNeeded: triple)
+                read += 4
+                written += 3
             }
-            return valid ? output : nil
+            guard remainder >= 2 else { return true }
+            let a = UInt32(table[Int(input[read])])
+            let b = UInt32(table[Int(input[read + 1])])
+            let c = remainder == 3 ? UInt32(table[Int(input[read + 2])]) : 0
+            // Leftover bits must be zero padding, so every byte string has exactly one encoding.
+            if (a | b | c) & 0xC0 != 0 || (remainder == 2 ? b & 0x0F : c & 0x03) != 0 { return false }
+            out[written] = UInt8(truncatingIfNeeded: a << 2 | b >> 4)
+            if remainder == 3 { out[written + 1] = UInt8(truncatingIfNeeded: b << 4 | c >> 2) }
+            return true
         }
     }
 

@@ -309,9 +309,10 @@ package struct JSONReader {
             skipWhitespace()
             guard index < buffer.count, buffer[index] == UInt8(ascii: "\"") else { throw failure("expected a key") }
             let keyOffset = index
-            var key = JSONObjectView.Member(keyStart: keyOffset + 1, keyEnd: 0, text: -1, value: 0..<0)
+            var key = JSONObjectView.Member(keyStart: keyOffset + 1, keyEnd: 0, keyPrefix: 0, text: -1, value: 0..<0)
             if let end = scanPlainString() {
                 key.keyEnd = end
+                key.keyPrefix = JSONObjectView.prefix(UnsafeBufferPointer(rebasing: buffer[key.keyStart..<end]))
             } else {
                 key.text = texts.count
                 texts.append(try readString())
@@ -328,25 +329,30 @@ package struct JSONReader {
         }
     }
 
-    /// Reads `bytes` as one JSON object, by the rules of ``parseObject(_:)``, into a view of its members.
-    package static func parseObjectView(_ bytes: [UInt8]) throws(Failure) -> JSONObjectView {
+    /// Reads `bytes[range]` (all of `bytes` by default) as one JSON object, by the rules of ``parseObject(_:)``,
+    /// into a view of its members; failures' offsets count from the range's start.
+    package static func parseObjectView(
+        _ bytes: [UInt8],
+        range: Range<Int>? = nil
+    ) throws(Failure) -> JSONObjectView {
+        let range = range ?? bytes.indices
         var texts: [String] = []
-        let members = try bytes.withUnsafeBufferPointer { buffer throws(Failure) -> [JSONObjectView.Member]? in
+        let members = try bytes.withUnsafeBufferPointer { whole throws(Failure) -> [JSONObjectView.Member]? in
+            let buffer = UnsafeBufferPointer(rebasing: whole[range])
             var reader = JSONReader(buffer: buffer)
             reader.skipWhitespace()
-            guard reader.index < buffer.count, buffer[reader.index] == UInt8(ascii: "{") else { return nil }
+            guard reader.index < buffer.count, buffer[reader.index] == UInt8(ascii: "{") else {
+                // Not an object: the tree reader says what is wrong, exactly as for any other document (it throws,
+                // at the latest with "expected an object"; the line after it is for the compiler).
+                _ = try object(try parse(buffer: buffer))
+                throw Failure(reason: "expected an object", offset: 0)
+            }
             let members = try reader.readObjectMembers(texts: &texts)
             reader.skipWhitespace()
             guard reader.index == buffer.count else { throw reader.failure("trailing content") }
             return members
         }
-        guard let members else {
-            // Not an object: the tree reader says what is wrong, exactly as for any other document (it throws, at
-            // the latest with "expected an object"; the line after it is for the compiler).
-            _ = try parseObject(bytes)
-            throw Failure(reason: "expected an object", offset: 0)
-        }
-        return JSONObjectView(bytes: bytes, members: members, texts: texts)
+        return JSONObjectView(bytes: bytes, range: range, members: members ?? [], texts: texts)
     }
 
     private mutating func readHex4() throws(Failure) -> UInt32 {
@@ -394,59 +400,120 @@ package struct JSONReader {
 package struct JSONObjectView: Sendable {
     /// Where a member is, in plain integers (a lookup walks them without reference counting).
     struct Member: Sendable {
-        /// A key in ASCII without escapes is the document's bytes `keyStart..<keyEnd`.
+        /// A key in ASCII without escapes is the object's bytes `keyStart..<keyEnd`.
         var keyStart: Int
         var keyEnd: Int
+        /// A plain key's first eight bytes (zero-filled when shorter, and keys cannot contain a zero byte): a lookup
+        /// compares the name's with these and the length, and a longer key's other bytes only when both match.
+        var keyPrefix: UInt64
         /// Any other key is `texts[text]`, as the reader decoded it; -1 for a plain key.
         var text: Int
         var value: Range<Int>
     }
 
-    /// The document.
+    /// The buffer the object is in: for a token, its header and claims decoded side by side.
     package let bytes: [UInt8]
+    /// Where the object is in ``bytes``; members' offsets count from its start.
+    package let range: Range<Int>
     let members: [Member]
     /// The keys that are not plain, decoded.
     let texts: [String]
 
+    /// The object's JSON text.
+    package var text: ArraySlice<UInt8> { bytes[range] }
+
     /// The value of the member named `name`, or nil: the lookup of ``JSONValue/subscript(key:)``.
     package subscript(name: String) -> JSONValue? {
-        if let found = name.utf8.withContiguousStorageIfAvailable({ value(named: $0, name) }) { return found }
-        return Array(name.utf8).withUnsafeBufferPointer { value(named: $0, name) }
+        withMember(named: name) { buffer, member in
+            var reader = JSONReader(buffer: UnsafeBufferPointer(rebasing: buffer[member.value]))
+            do {
+                return try reader.readValue(depth: 1)
+            } catch {
+                // Not reached: the same reader checked these bytes when it made the view. Were it reached, the
+                // claim reads as absent, which every required claim's check refuses.
+                assertionFailure("a checked value failed to read again: \(error)")
+                return nil
+            }
+        }
     }
 
-    private func value(named nameBytes: UnsafeBufferPointer<UInt8>, _ name: String) -> JSONValue? {
-        bytes.withUnsafeBufferPointer { buffer -> JSONValue? in
-            for member in members {
-                if member.text < 0 {
-                    guard member.keyEnd - member.keyStart == nameBytes.count else { continue }
-                    var offset = 0
-                    while offset < nameBytes.count, buffer[member.keyStart + offset] == nameBytes[offset] {
-                        offset += 1
-                    }
-                    guard offset == nameBytes.count else { continue }
-                } else {
-                    let text = texts[member.text]
-                    guard text.utf8.count == nameBytes.count, text == name else { continue }
-                }
-                var reader = JSONReader(buffer: UnsafeBufferPointer(rebasing: buffer[member.value]))
-                do {
-                    return try reader.readValue(depth: 1)
-                } catch {
-                    // Not reached: the same reader checked these bytes when it made the view. Were it reached, the
-                    // claim reads as absent, which every required claim's check refuses.
-                    assertionFailure("a checked value failed to read again: \(error)")
-                    return nil
-                }
-            }
-            return nil
+    /// The one of `candidates` that the member named `name` is a string equal to, or nil: when the member is a
+    /// plain ASCII string, its bytes are compared where they are, and no string is made.
+    package func string(_ name: String, isOneOf candidates: [String]) -> String? {
+        enum Plain {
+            case match(String?)
+            case notPlain
         }
+        let plain = withMember(named: name) { buffer, member -> Plain in
+            let value = UnsafeBufferPointer(rebasing: buffer[member.value])
+            guard value.count >= 2, value[0] == UInt8(ascii: "\""), value[value.count - 1] == UInt8(ascii: "\"")
+            else { return .notPlain }
+            let text = UnsafeBufferPointer(rebasing: value[1..<(value.count - 1)])
+            guard !text.contains(where: { $0 < 0x20 || $0 >= 0x80 || $0 == UInt8(ascii: "\\") }) else {
+                return .notPlain
+            }
+            return .match(
+                candidates.first { candidate in
+                    var candidate = candidate
+                    return candidate.withUTF8 { $0.count == text.count && $0.elementsEqual(text) }
+                }
+            )
+        }
+        switch plain {
+        case nil: return nil
+        case .match(let found)?: return found
+        case .notPlain?:
+            // Escaped or not ASCII: compared as strings.
+            guard let value = self[name]?.stringValue else { return nil }
+            return candidates.first { $0 == value }
+        }
+    }
+
+    /// Runs `body` on the member named `name` and the object's bytes, or returns nil when there is none.
+    private func withMember<T>(
+        named name: String,
+        _ body: (UnsafeBufferPointer<UInt8>, Member) -> T?
+    ) -> T? {
+        var utf8 = name
+        return utf8.withUTF8 { nameBytes -> T? in
+            let namePrefix = Self.prefix(nameBytes)
+            return bytes.withUnsafeBufferPointer { whole -> T? in
+                let buffer = UnsafeBufferPointer(rebasing: whole[range])
+                for member in members {
+                    if member.text < 0 {
+                        guard member.keyPrefix == namePrefix, member.keyEnd - member.keyStart == nameBytes.count
+                        else { continue }
+                        var offset = 8
+                        while offset < nameBytes.count, buffer[member.keyStart + offset] == nameBytes[offset] {
+                            offset += 1
+                        }
+                        guard offset >= nameBytes.count else { continue }
+                    } else {
+                        let text = texts[member.text]
+                        guard text.utf8.count == nameBytes.count, text == name else { continue }
+                    }
+                    return body(buffer, member)
+                }
+                return nil
+            }
+        }
+    }
+
+    /// The first eight bytes of `bytes`, zero-filled when fewer.
+    @inline(__always)
+    static func prefix(_ bytes: UnsafeBufferPointer<UInt8>) -> UInt64 {
+        guard let base = bytes.baseAddress else { return 0 }
+        if bytes.count >= 8 { return UnsafeRawPointer(base).loadUnaligned(as: UInt64.self).littleEndian }
+        var prefix: UInt64 = 0
+        for offset in 0..<bytes.count { prefix |= UInt64(base[offset]) << (8 * offset) }
+        return prefix
     }
 
     /// Whether two keys are the same key, as ``JSONMember/hasKey(_:)`` decides: the same UTF-8 length, then
     /// `String`'s equality (canonical equivalence), which for two plain ASCII keys is equality of their bytes.
     static func sameKey(_ lhs: Member, _ rhs: Member, _ buffer: UnsafeBufferPointer<UInt8>, _ texts: [String]) -> Bool {
         if lhs.text < 0 && rhs.text < 0 {
-            return lhs.keyEnd - lhs.keyStart == rhs.keyEnd - rhs.keyStart
+            return lhs.keyPrefix == rhs.keyPrefix && lhs.keyEnd - lhs.keyStart == rhs.keyEnd - rhs.keyStart
                 && buffer[lhs.keyStart..<lhs.keyEnd].elementsEqual(buffer[rhs.keyStart..<rhs.keyEnd])
         }
         guard byteCount(lhs, texts) == byteCount(rhs, texts) else { return false }
