@@ -142,7 +142,7 @@ final class SQLiteWriter: Sendable {
     // MARK: Running jobs
 
     /// Runs `body` on the writer's connection after every job that came before it, in a transaction of its own or
-    /// shared with the writes queued next to it (each in a savepoint: all of `body`'s writes or none), answered after
+    /// shared with the writes queued next to it (all of `body`'s writes or none, whichever way), answered after
     /// the commit. `body` runs on the writer's thread and must not block on anything else.
     func perform<R: Sendable>(_ body: @escaping @Sendable (Connection) throws -> R) async throws -> R {
         try await submit(.free, body)
@@ -305,7 +305,7 @@ final class SQLiteWriter: Sendable {
     }
 
     /// Runs writes in one transaction, each inside a savepoint of its own (a write that fails leaves nothing behind
-    /// and fails alone), and answers them once that transaction commits: group commit for the writes that queued
+    /// and fails alone; a write alone in its group needs none, see ``runAlone(_:)``), and answers them once that transaction commits: group commit for the writes that queued
     /// while the writer was busy, and all or nothing for each.
     ///
     /// Each commit appends every page it changed to the write-ahead log; the writes of a burst change many of the same
@@ -318,6 +318,10 @@ final class SQLiteWriter: Sendable {
         } catch {
             // Another process holds the lock past the busy timeout, or a transaction cannot be ended: nothing runs.
             for job in jobs { job.reject(error) }
+            return
+        }
+        if jobs.count == 1 {
+            runAlone(jobs[0])
             return
         }
         var answers: [@Sendable ((any Error)?) -> Void] = []
@@ -342,11 +346,32 @@ final class SQLiteWriter: Sendable {
         }
         do {
             try connection.commit()
-            if jobs.count > 1 { groupsCommitted.add(1, ordering: .relaxed) }
+            groupsCommitted.add(1, ordering: .relaxed)
             for answer in answers { answer(nil) }
         } catch {
             connection.abandonTransaction()
             for answer in answers { answer(error) }
+        }
+    }
+
+    /// Runs a write that is alone in its group, in the transaction ``runGrouped(_:)`` began, without a savepoint: when
+    /// it fails, rolling the transaction back undoes it and nothing else. That spares the savepoint's two statements
+    /// and its sub-journal's copy of every page the write changes, for the write that had no neighbours to wait for.
+    private func runAlone(_ job: Job) {
+        let (failed, answer) = job.run(connection)
+        if failed {
+            // A rollback that fails leaves the transaction open; the next group's `endLeftoverTransaction` ends it or
+            // refuses to run.
+            connection.abandonTransaction()
+            answer(nil)  // the job's own failure
+            return
+        }
+        do {
+            try connection.commit()
+            answer(nil)
+        } catch {
+            connection.abandonTransaction()
+            answer(error)
         }
     }
 }
@@ -379,8 +404,8 @@ extension SQLiteWriter {
             _ = sqlite_nio_sqlite3_busy_timeout(handle, Int32(clamping: busyTimeoutMilliseconds))
             try execute("PRAGMA foreign_keys = ON")
             try execute("PRAGMA synchronous = NORMAL")
-            // Every write runs in a savepoint (and a trigger's statements in statement journals) inside its group's
-            // transaction. SQLite copies each page a savepoint changes into a sub-journal first, and spills that to a
+            // Every write that shares its group runs in a savepoint (and a trigger's statements in statement
+            // journals) inside the group's transaction. SQLite copies each page a savepoint changes into a sub-journal first, and spills that to a
             // temporary file past 64 KiB, which one sign-in's pages exceed: a `pwrite` per page, a quarter of the
             // writer's time in a sign-in's profile. In memory the copies stay memory copies. The transient tables
             // SQLite builds for some statements (`IN` lists, `DISTINCT`) are kept in memory too. Housekeeping deletes in

@@ -307,6 +307,37 @@ import Foundation
         }
     }
 
+    /// A write alone in its group runs without a savepoint: one that fails after writing must still leave nothing,
+    /// and the writer goes on; one that fails a statement but catches it is committed with what it wrote.
+    @Test func aLoneWriteThatFailsLeavesNothing() async throws {
+        try await withWriter { writer, path in
+            try await writer.perform { connection in
+                _ = try connection.run("INSERT INTO t (k, n) VALUES ('a', 1)", [])
+            }
+            let groupsBefore = writer.groupsCommitted.load(ordering: .relaxed)
+            let failure = await #expect(throws: SQLiteWriterError.self) {
+                try await writer.perform { connection in
+                    _ = try connection.run("INSERT INTO t (k, n) VALUES ('b', 2)", [])
+                    _ = try connection.run("UPDATE t SET n = 10 WHERE k = 'a'", [])
+                    _ = try connection.run("INSERT INTO t (k, n) VALUES ('a', 3)", [])  // a duplicate key
+                }
+            }
+            #expect(failure.map { StoreError(mapping: $0, during: "insert").code } == .duplicate)
+            #expect(try await committedRows(path) == ["a": 1])
+            try await writer.perform { connection in
+                _ = try connection.run("INSERT INTO t (k, n) VALUES ('c', 4)", [])
+                do {
+                    _ = try connection.run("INSERT INTO t (k, n) VALUES ('a', 5)", [])
+                } catch {
+                    _ = try connection.run("UPDATE t SET n = 6 WHERE k = 'a'", [])
+                }
+            }
+            #expect(try await committedRows(path) == ["a": 6, "c": 4])
+            // Each ran alone: no group was committed.
+            #expect(writer.groupsCommitted.load(ordering: .relaxed) == groupsBefore)
+        }
+    }
+
     @Test func aClosedWriterRefusesWork() async throws {
         try await withWriter { writer, _ in
             await writer.shutdown()
