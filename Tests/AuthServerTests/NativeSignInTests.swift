@@ -1,5 +1,6 @@
 import AccountStore
 import AppleSignIn
+import AppleSignInAsyncHTTPClient
 import AuthServer
 import Crypto
 import Foundation
@@ -138,12 +139,28 @@ struct NativeSignInTests {
                     try #require(try await harness.appleCredential("race@example.com").string("identityToken"))
                 )
             }
-            // Each answer as (user id, isNewUser): JSON objects are not Sendable.
+            // Each answer as (user id, isNewUser): JSON objects are not Sendable. Sent through a client with a pool of
+            // connections, so that they reach the server at once (the harness's client has one connection, on which
+            // requests are pipelined and answered one after the other).
+            let server = try AppleBaseURL(harness.serverURL)
             let answers = try await withThrowingTaskGroup(of: (String?, Bool?).self) { group in
                 for token in tokens {
                     group.addTask {
-                        let json = try await harness.call(.post, "/auth/apple/native", json: ["identityToken": token])
-                            .json
+                        var request = HTTPRequest(
+                            method: .post,
+                            scheme: server.scheme,
+                            authority: server.authority,
+                            path: "/auth/apple/native"
+                        )
+                        request.headerFields[.contentType] = "application/json"
+                        let body = try JSONSerialization.data(withJSONObject: ["identityToken": token])
+                        let answer = try await AsyncHTTPClientTransport().send(
+                            request,
+                            body: Array(body),
+                            timeout: .seconds(60)
+                        )
+                        #expect(answer.response.status == .ok)
+                        let json = (try JSONSerialization.jsonObject(with: Data(answer.body))) as? [String: Any] ?? [:]
                         return (json.user.string("id"), json["isNewUser"] as? Bool)
                     }
                 }

@@ -74,6 +74,14 @@ struct ServerHarness: Sendable {
         let origin = publicOrigin?(serverPort) ?? "http://127.0.0.1:\(serverPort)"
         if web { webConfiguration.publicURL = origin }
         adjust?(&webConfiguration)
+        // HummingbirdTesting's live client keeps one connection for the whole test and never reconnects: a test that
+        // spent longer than the idle timeout elsewhere (minting credentials at the emulator, on a loaded machine) had
+        // that connection closed under it, and its next request failed with "I/O on closed channel". So a test that
+        // did not choose an idle timeout runs without one (`SlowClientTests` choose theirs and test it); the web
+        // harness's relay reconnects like any client and keeps the server's setting.
+        if !web, webConfiguration.idleTimeout == AuthServerConfiguration().idleTimeout {
+            webConfiguration.idleTimeout = nil
+        }
         let configuration = webConfiguration
         // siwa's own callback and those of the compatibility contracts (ServiceStack, the Vapor tutorial).
         let webRedirectURIs =
