@@ -49,7 +49,10 @@ enum SettingsCatalog {
                     key: "log.format",
                     variable: "SIWA_LOG_FORMAT",
                     defaultValue: "text",
-                    meaning: "text for people, json for one JSON object per line (log collectors)."
+                    meaning:
+                        "text for people (local time: with TZ unset, siwa sets TZ=:/etc/localtime, the same zone read "
+                        + "once, so a change of it shows after a restart), json for one JSON object per line (log "
+                        + "collectors, UTC)."
                 ),
             ]
         ),
