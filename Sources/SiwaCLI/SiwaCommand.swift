@@ -27,7 +27,6 @@ public struct SiwaCommand: AsyncParsableCommand {
 extension SiwaCommand {
     /// Parses the process's arguments, runs the command and exits with its status (the `siwa` executable's entry).
     public static func start() async {
-        LocalTimeZone.pin()
         await main()
     }
 }

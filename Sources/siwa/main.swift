@@ -1,3 +1,4 @@
 import SiwaCLI
 
+LocalTimeZone.pin()  // before any other thread starts: see LocalTimeZone
 await SiwaCommand.start()

@@ -261,9 +261,18 @@ struct ParserFuzzTests {
                     #expect(view.members.count == members.count, "\(label)")
                     #expect(Array(view.text) == document, "\(label)")
                     for member in members { #expect(view[member.key] == member.value, "\(label)") }
-                    // Names that share a key's first eight bytes, or its length, but are other names.
-                    let near = members.flatMap { member in
-                        [member.key + "x", String(member.key.dropLast()), String(member.key.dropLast()) + "~"]
+                    // Names that share a key's first eight bytes, or its length, but are other names; and names of
+                    // the key's length that differ in one of its first eight bytes only.
+                    var near: [String] = []
+                    for member in members {
+                        let key = member.key
+                        near += [key + "x", String(key.dropLast()), String(key.dropLast()) + "~"]
+                        for offset in 0..<min(8, key.utf8.count) {
+                            var bytes = Array(key.utf8)
+                            let replaced: UInt8 = bytes[offset] == UInt8(ascii: "~") ? 0x7D : 0x7E
+                            bytes[offset] = replaced
+                            near.append(String(decoding: bytes, as: UTF8.self))
+                        }
                     }
                     for absent in ["nope", "exp ", "", "\u{212B}"] + near
                     where !members.contains(where: { $0.hasKey(absent) }) {

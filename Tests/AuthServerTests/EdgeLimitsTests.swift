@@ -66,7 +66,7 @@ struct EdgeLimitsTests {
         configuration.connections.requestHeadTimeout = .seconds(1)
         configuration.connections.requestBodyTimeout = .seconds(2)
         configuration.idleTimeout = .seconds(30)
-        try await ServerHarness.run(configuration: configuration) { harness in
+        try await ServerHarness.run(configuration: configuration, keepsIdleTimeout: true) { harness in
             let port = try Self.port(harness)
             // Slow head: a byte every 100 ms keeps the idle timeout (30 s) from ever firing; 80 bytes over 8 s are
             // well inside the idle timeout and well past the head deadline.

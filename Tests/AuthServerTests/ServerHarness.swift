@@ -51,6 +51,8 @@ struct ServerHarness: Sendable {
     ///   - publicOrigin: with `web`, the public URL for the server's port (an https proxy's, say) instead of
     ///     `http://127.0.0.1:<port>`.
     ///   - adjust: changes the configuration once its public URL is known (say, a relying party redirecting to it).
+    ///   - keepsIdleTimeout: keep the configuration's idle timeout; without `web`, the server otherwise runs without
+    ///     one (the live test client never reconnects).
     ///   - tls: with `web`, the server serves https itself (``ServerHarness/server`` then cannot reach it; drive it with
     ///     a browser or curl).
     static func run(
@@ -64,6 +66,7 @@ struct ServerHarness: Sendable {
         dataKey givenDataKey: SymmetricKey? = nil,
         publicOrigin: (@Sendable (_ serverPort: Int) -> String)? = nil,
         tls: ServerTLS? = nil,
+        keepsIdleTimeout: Bool = false,
         adjust: (@Sendable (inout AuthServerConfiguration) -> Void)? = nil,
         _ body: @escaping @Sendable (ServerHarness) async throws -> Void
     ) async throws {
@@ -76,12 +79,10 @@ struct ServerHarness: Sendable {
         adjust?(&webConfiguration)
         // HummingbirdTesting's live client keeps one connection for the whole test and never reconnects: a test that
         // spent longer than the idle timeout elsewhere (minting credentials at the emulator, on a loaded machine) had
-        // that connection closed under it, and its next request failed with "I/O on closed channel". So a test that
-        // did not choose an idle timeout runs without one (`SlowClientTests` choose theirs and test it); the web
-        // harness's relay reconnects like any client and keeps the server's setting.
-        if !web, webConfiguration.idleTimeout == AuthServerConfiguration().idleTimeout {
-            webConfiguration.idleTimeout = nil
-        }
+        // that connection closed under it, and its next request failed with "I/O on closed channel". So the server
+        // runs without one, unless the test keeps it to test it; the web harness's relay reconnects like any client
+        // and keeps the server's setting.
+        if !web, !keepsIdleTimeout { webConfiguration.idleTimeout = nil }
         let configuration = webConfiguration
         // siwa's own callback and those of the compatibility contracts (ServiceStack, the Vapor tutorial).
         let webRedirectURIs =

@@ -29,7 +29,10 @@ struct SlowClientTests {
     /// still open. With an idle timeout of 10 minutes, a server that served it only once they were dropped would not
     /// answer within the 2 minutes the test waits (a bound for a hang, far above any load's delay).
     @Test func stalledConnectionsDoNotBlockOtherClients() async throws {
-        try await ServerHarness.run(configuration: Self.configuration(idleTimeout: .seconds(600))) { harness in
+        try await ServerHarness.run(
+            configuration: Self.configuration(idleTimeout: .seconds(600)),
+            keepsIdleTimeout: true
+        ) { harness in
             let port = try Self.port(harness)
             let stalled = try (0..<100).map { _ in try RawSocketConnection(port: port) }
             for connection in stalled { #expect(connection.send(Self.halfHead)) }
@@ -49,7 +52,8 @@ struct SlowClientTests {
     }
 
     @Test func stalledConnectionIsClosedAfterTheIdleTimeout() async throws {
-        try await ServerHarness.run(configuration: Self.configuration(idleTimeout: .seconds(1))) { harness in
+        try await ServerHarness.run(configuration: Self.configuration(idleTimeout: .seconds(1)), keepsIdleTimeout: true)
+        { harness in
             let connection = try RawSocketConnection(port: try Self.port(harness))
             let start = ContinuousClock.now
             connection.send(Self.halfHead)
@@ -65,7 +69,8 @@ struct SlowClientTests {
     /// Bytes that trickle in without ever completing the head do not count as activity: the idle timeout is also the
     /// header timeout.
     @Test func tricklingHeadIsClosedAfterTheIdleTimeout() async throws {
-        try await ServerHarness.run(configuration: Self.configuration(idleTimeout: .seconds(1))) { harness in
+        try await ServerHarness.run(configuration: Self.configuration(idleTimeout: .seconds(1)), keepsIdleTimeout: true)
+        { harness in
             let connection = try RawSocketConnection(port: try Self.port(harness))
             let start = ContinuousClock.now
             connection.send(Self.halfHead)
@@ -83,7 +88,8 @@ struct SlowClientTests {
     }
 
     @Test func idleKeepAliveConnectionIsClosedAfterTheTimeout() async throws {
-        try await ServerHarness.run(configuration: Self.configuration(idleTimeout: .seconds(1))) { harness in
+        try await ServerHarness.run(configuration: Self.configuration(idleTimeout: .seconds(1)), keepsIdleTimeout: true)
+        { harness in
             let connection = try RawSocketConnection(port: try Self.port(harness))
             connection.send("GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
             #expect(try await connection.readResponse(timeout: .seconds(10))?.status == 200)

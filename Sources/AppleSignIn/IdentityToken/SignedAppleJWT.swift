@@ -95,7 +95,7 @@ struct SignedAppleJWT {
                 signatureCount != nil
                 && Base64URL.decode(signatureText, into: buffer.baseAddress.map { $0 + payloadEnd })
             // Past a part that failed, nothing is read: its failure is thrown once the header has been read.
-            initialized = payloadDecoded && signatureDecoded ? buffer.count : headerDecoded ? headerCount : 0
+            initialized = !headerDecoded ? 0 : payloadDecoded && signatureDecoded ? buffer.count : headerCount
         }
         guard headerDecoded else { throw .malformed("header is not base64url") }
         let header: JSONObjectView

@@ -12,15 +12,16 @@ import Darwin
 /// So `siwa` sets `TZ=:/etc/localtime` at start-up when `TZ` is unset; a `TZ` the operator set is left as it is. The
 /// one difference: a change to `/etc/localtime` while siwa runs shows in the text log after a restart. The JSON log
 /// writes UTC and never reads the time zone.
-enum LocalTimeZone {
+public enum LocalTimeZone {
     /// The `TZ` to set, given the current one: the system's zone file when `TZ` is unset, nothing otherwise.
     static func setting(current: String?) -> String? {
         current == nil ? ":/etc/localtime" : nil
     }
 
-    /// Sets `TZ` as ``setting(current:)`` says. Called first thing, before other threads start: `setenv` is not safe
-    /// while another thread reads the environment.
-    static func pin() {
+    /// Sets `TZ` as ``setting(current:)`` says. The `siwa` executable calls it as its first statement, on the main
+    /// thread before its first `await`, so before siwa's own threads (event loops, the SQLite writer, Swift's pool)
+    /// start: `setenv` is not safe while another thread reads the environment.
+    public static func pin() {
         guard let value = setting(current: getenv("TZ").map { String(cString: $0) }) else { return }
         setenv("TZ", value, 0)
     }
