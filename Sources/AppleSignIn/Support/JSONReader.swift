@@ -266,7 +266,7 @@ package struct JSONReader {
 
     /// Reads past a string whose bytes are plain ASCII without escapes, returning where its text ends; nil (and
     /// the index unmoved) for any other string, which ``readString()`` then reads with its every check.
-    private mutating func scanPlainString() -> Int? {
+    fileprivate mutating func scanPlainString() -> Int? {
         var end = index + 1
         while end < buffer.count {
             let byte = buffer[end]
@@ -446,12 +446,9 @@ package struct JSONObjectView: Sendable {
         }
         let plain = withMember(named: name) { buffer, member -> Plain in
             let value = UnsafeBufferPointer(rebasing: buffer[member.value])
-            guard value.count >= 2, value[0] == UInt8(ascii: "\""), value[value.count - 1] == UInt8(ascii: "\"")
-            else { return .notPlain }
-            let text = UnsafeBufferPointer(rebasing: value[1..<(value.count - 1)])
-            guard !text.contains(where: { $0 < 0x20 || $0 >= 0x80 || $0 == UInt8(ascii: "\\") }) else {
-                return .notPlain
-            }
+            var reader = JSONReader(buffer: value)
+            guard value.first == UInt8(ascii: "\""), let end = reader.scanPlainString() else { return .notPlain }
+            let text = UnsafeBufferPointer(rebasing: value[1..<end])
             return .match(
                 candidates.first { candidate in
                     var candidate = candidate
