@@ -61,6 +61,9 @@ for a, b in pairs:
 baseline_pairs = [
     ("sign-in:siwa-native", "sign-in:siwa-baseline-native"), ("refresh:siwa", "refresh:siwa-baseline"),
     ("me:siwa-api-me-one-token", "me:siwa-baseline-api-me-one-token"),
+    ("sign-in:siwa-contract", "sign-in:siwa-baseline-contract"),
+    ("me:siwa-api-me-distinct", "me:siwa-baseline-api-me-distinct"),
+    ("me:siwa-contract", "me:siwa-baseline-contract"),
 ]
 if any(b in runs for _, b in baseline_pairs):
     print("\nsiwa / the baseline build (BASELINE_BINARY), same run:\n")

@@ -348,6 +348,48 @@ struct IdentityTokenVerifierTests {
             }
         }
     }
+
+    /// The audience is compared in place when it is one plain string, and read as a string otherwise: every form of
+    /// it decides as the string does. Strings are equal by canonical equivalence, so a Kelvin sign (U+212A) in the
+    /// token is the configured letter K, as it was before the in-place compare.
+    @Test func everyFormOfTheAudienceDecidesAsItsString() async throws {
+        func token(_ audience: String) throws -> String {
+            try apple.sign(
+                headerJSON: #"{"kid":"\#(apple.kid)","alg":"RS256"}"#,
+                claimsJSON: claims().json.replacing(#""aud":"com.example.app""#, with: #""aud":\#(audience)"#)
+            )
+        }
+        let accepted: [(String, String)] = [
+            (#""com.example.app""#, Self.bundleID),
+            (#""com.example.web""#, Self.servicesID),
+            (#""com.example.ap\u0070""#, Self.bundleID),
+            (#""com\u002eexample.app""#, Self.bundleID),
+            (#""com.\u212Aelvin.app""#, "com.Kelvin.app"),
+            ("\"com.\u{212A}elvin.app\"", "com.Kelvin.app"),
+        ]
+        let configuration = try AppleSignInConfiguration(
+            bundleIDs: [ClientID(Self.bundleID), ClientID("com.Kelvin.app")],
+            servicesID: ClientID(Self.servicesID)
+        )
+        let keys = AppleKeyCache(source: StaticAppleKeySource(keySet: try apple.keySet()), clock: clock)
+        let verifier = IdentityTokenVerifier(configuration: configuration, keys: keys, clock: clock)
+        for (audience, expected) in accepted {
+            #expect(try await verifier.verify(try token(audience)).aud == ClientID(expected), "\(audience)")
+        }
+        for audience in [
+            #""com.example.ap""#, #""com.example.appp""#, #""Com.example.app""#, #""com.example.app ""#, #""""#,
+            #""com.exämple.app""#,
+        ] {
+            await #expect(throws: AppleSignInError.audienceMismatch(got: ""), "\(audience)") {
+                try await verifier.verify(try token(audience))
+            }
+        }
+        for audience in ["1", "null", "true", "{}", "[]", #"[1]"#] {
+            await #expect(throws: AppleSignInError.malformed, "\(audience)") {
+                try await verifier.verify(try token(audience))
+            }
+        }
+    }
 }
 
 /// Lower-case hex of SHA-256, as apps send a hashed nonce to Apple.

@@ -201,4 +201,21 @@ struct JSONReaderTests {
             #expect(view.string("iss", isOneOf: candidates) == expected, "\(document)")
         }
     }
+
+    /// A number read in place is what reading the value gives: integers of up to fifteen digits where they are, every
+    /// other number, string or value the usual way.
+    @Test func viewReadsANumberAsTheValueReadsIt() throws {
+        for value in [
+            "0", "7", "1750000000", "999999999999999", "1000000000000000", "9223372036854775807", "9223372036854775808",
+            "-1", "-0", "1.5", "1e3", "1E+2", "0.0", "17500000000000000000000", #""1750000000""#, "true", "null", "[1]",
+            "{}", " 12 ",
+        ] {
+            let view = try JSONReader.parseObjectView(Array(#"{"a":1,"exp":\#(value),"z":2}"#.utf8))
+            let expected = view["exp"]?.doubleValue
+            #expect(view.number("exp") == expected, "\(value)")
+            #expect(view.number("exp") != nil || expected == nil, "\(value)")
+        }
+        let view = try JSONReader.parseObjectView(Array(#"{"ex":1,"expp":2}"#.utf8))
+        #expect(view.number("exp") == nil)
+    }
 }

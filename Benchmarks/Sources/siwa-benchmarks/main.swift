@@ -75,7 +75,7 @@ func ratio(_ numerator: [Double], _ denominator: [Double]) -> String {
 nonisolated func runBenchmarks() async throws {
 
     let seconds = Double(CommandLine.arguments.dropFirst().first ?? "") ?? 3.0
-    let clientID = "com.example.app"
+    let clientID = "com.example.siwa.demo"  // a bundle id of the usual length (longer than a small string)
     let apple = try TestAppleKeys(count: 1)
     let now = Date()
     let token = try apple.identityToken(

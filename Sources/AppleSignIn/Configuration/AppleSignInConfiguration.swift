@@ -44,6 +44,16 @@ public struct AppleSignInConfiguration: Sendable {
         servicesID == clientID || bundleIDs.contains(clientID)
     }
 
+    /// The allowed client id whose UTF-8 bytes are `text`, or nil: ``allows(_:)`` on bytes, with no string made.
+    func allowedClientID(named text: UnsafeBufferPointer<UInt8>) -> ClientID? {
+        func matches(_ clientID: ClientID) -> Bool {
+            var raw = clientID.rawValue
+            return raw.withUTF8 { $0.count == text.count && $0.elementsEqual(text) }
+        }
+        if let servicesID, matches(servicesID) { return servicesID }
+        return bundleIDs.first(where: matches)
+    }
+
     /// Makes a validated configuration.
     /// - Parameters:
     ///   - bundleIDs: one or more bundle ids (may be empty when only the web flow is used).

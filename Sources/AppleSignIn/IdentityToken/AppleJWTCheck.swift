@@ -130,7 +130,7 @@ struct AppleJWTCheck: Sendable {
         },
         AppleJWTCheck("audience") { progress, context throws(AppleSignInError) in
             guard let claims = progress.claims else { throw notChecked("claims") }
-            let audience = try SignedAppleJWT.matchAudience(claims["aud"], configuration: context.configuration)
+            let audience = try SignedAppleJWT.matchAudience(claims, configuration: context.configuration)
             progress.audience = audience
             return context.detail(audience.rawValue)
         },

@@ -211,7 +211,7 @@ struct SignedAppleJWT {
     /// `exp` is not past by more than the leeway.
     static func checkExpiry(_ claims: JSONObjectView, now: Date, leeway: TimeInterval) throws(AppleSignInError) -> Date
     {
-        guard let exp = claims["exp"]?.doubleValue, exp.isFinite else { throw .malformed("claim 'exp' is missing") }
+        guard let exp = claims.number("exp"), exp.isFinite else { throw .malformed("claim 'exp' is missing") }
         let nowSeconds = now.timeIntervalSince1970
         guard nowSeconds <= exp + leeway else {
             throw AppleSignInError(
@@ -228,7 +228,7 @@ struct SignedAppleJWT {
         now: Date,
         leeway: TimeInterval
     ) throws(AppleSignInError) -> Date {
-        guard let iat = claims["iat"]?.doubleValue, iat.isFinite else { throw .malformed("claim 'iat' is missing") }
+        guard let iat = claims.number("iat"), iat.isFinite else { throw .malformed("claim 'iat' is missing") }
         let nowSeconds = now.timeIntervalSince1970
         guard iat <= nowSeconds + leeway else {
             throw AppleSignInError(
@@ -248,6 +248,17 @@ struct SignedAppleJWT {
     /// `aud` is a string, or (as JWT allows) an array of strings, naming exactly one audience, which must be an
     /// allowed client id: a token that also names another audience is refused (OpenID Connect Core 3.1.3.7, extra
     /// audiences not trusted by the client), whatever the order.
+    static func matchAudience(
+        _ claims: JSONObjectView,
+        configuration: AppleSignInConfiguration
+    ) throws(AppleSignInError) -> ClientID {
+        // One plain string naming an allowed client (every token Apple signs): compared where it is, no string made.
+        if case .plain(let clientID?) = claims.withPlainString("aud", { configuration.allowedClientID(named: $0) }) {
+            return clientID
+        }
+        return try matchAudience(claims["aud"], configuration: configuration)
+    }
+
     static func matchAudience(
         _ value: JSONValue?,
         configuration: AppleSignInConfiguration

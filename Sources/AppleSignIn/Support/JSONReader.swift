@@ -440,30 +440,62 @@ package struct JSONObjectView: Sendable {
     /// The one of `candidates` that the member named `name` is a string equal to, or nil: when the member is a
     /// plain ASCII string, its bytes are compared where they are, and no string is made.
     package func string(_ name: String, isOneOf candidates: [String]) -> String? {
-        enum Plain {
-            case match(String?)
-            case notPlain
-        }
-        let plain = withMember(named: name) { buffer, member -> Plain in
-            let value = UnsafeBufferPointer(rebasing: buffer[member.value])
-            var reader = JSONReader(buffer: value)
-            guard value.first == UInt8(ascii: "\""), let end = reader.scanPlainString() else { return .notPlain }
-            let text = UnsafeBufferPointer(rebasing: value[1..<end])
-            return .match(
-                candidates.first { candidate in
-                    var candidate = candidate
-                    return candidate.withUTF8 { $0.count == text.count && $0.elementsEqual(text) }
-                }
-            )
+        let plain = withPlainString(name) { text in
+            candidates.first { candidate in
+                var candidate = candidate
+                return candidate.withUTF8 { $0.count == text.count && $0.elementsEqual(text) }
+            }
         }
         switch plain {
-        case nil: return nil
-        case .match(let found)?: return found
-        case .notPlain?:
+        case .absent: return nil
+        case .plain(let found): return found
+        case .notPlain:
             // Escaped or not ASCII: compared as strings.
             guard let value = self[name]?.stringValue else { return nil }
             return candidates.first { $0 == value }
         }
+    }
+
+    /// What ``withPlainString(_:_:)`` found.
+    package enum PlainString<T> {
+        /// No member of that name.
+        case absent
+        /// A string in ASCII without escapes (its bytes are its text), and what the body made of them.
+        case plain(T)
+        /// Any other value: a string with escapes or other than ASCII, or not a string.
+        case notPlain
+    }
+
+    /// Runs `body` on the text of the member named `name` where it is in the object, when that member is a string in
+    /// ASCII without escapes; a caller compares those bytes without making a string, and reads any other value the
+    /// usual way (``subscript(name:)``). Bytes equal to a string's are the same string; bytes that differ can still be
+    /// an equal `String` (canonical equivalence), so a caller that finds no match goes the usual way too.
+    package func withPlainString<T>(_ name: String, _ body: (UnsafeBufferPointer<UInt8>) -> T) -> PlainString<T> {
+        let found = withMember(named: name) { buffer, member -> PlainString<T>? in
+            let value = UnsafeBufferPointer(rebasing: buffer[member.value])
+            var reader = JSONReader(buffer: value)
+            guard value.first == UInt8(ascii: "\""), let end = reader.scanPlainString() else { return .notPlain }
+            return .plain(body(UnsafeBufferPointer(rebasing: value[1..<end])))
+        }
+        return found ?? .absent
+    }
+
+    /// The member named `name` as a `Double`, as `self[name]?.doubleValue` reads it: a non-negative integer of up to
+    /// fifteen digits (every numeric date Apple sends; exact as a `Double`) is read where it is, with no string made
+    /// for it; any other value the usual way.
+    package func number(_ name: String) -> Double? {
+        let integer = withMember(named: name) { buffer, member -> Double? in
+            let value = UnsafeBufferPointer(rebasing: buffer[member.value])
+            guard !value.isEmpty, value.count <= 15 else { return nil }
+            var result: Int64 = 0
+            for byte in value {
+                let digit = byte &- UInt8(ascii: "0")
+                guard digit < 10 else { return nil }
+                result = result * 10 + Int64(digit)
+            }
+            return Double(result)
+        }
+        return integer ?? self[name]?.doubleValue
     }
 
     /// Runs `body` on the member named `name` and the object's bytes, or returns nil when there is none.
