@@ -15,8 +15,8 @@
 # bounded (DURATION seconds, CONNECTIONS connections).
 #
 # BASELINE_BINARY (another build of siwa, e.g. the commit before a change) adds it as a target of its own on SQLite,
-# "siwa-baseline", which runs every one of siwa's routes in the same rounds, so that both databases grow alike, and
-# goes first every other round: a change's effect in one run. (A baseline that skipped routes had the smaller file
+# "siwa-baseline", which runs every one of siwa's routes but /healthz in the same rounds, so that both databases grow
+# alike, and goes first every other round (an even ROUNDS balances the order exactly): a change's effect in one run. (A baseline that skipped routes had the smaller file
 # and ran second in every round: two builds swapped between the roles showed about 2.5% for the role alone.)
 #
 #   Benchmarks/load/peers.sh

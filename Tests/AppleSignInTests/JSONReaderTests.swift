@@ -213,9 +213,28 @@ struct JSONReaderTests {
             let view = try JSONReader.parseObjectView(Array(#"{"a":1,"exp":\#(value),"z":2}"#.utf8))
             let expected = view["exp"]?.doubleValue
             #expect(view.number("exp") == expected, "\(value)")
-            #expect(view.number("exp") != nil || expected == nil, "\(value)")
         }
         let view = try JSONReader.parseObjectView(Array(#"{"ex":1,"expp":2}"#.utf8))
         #expect(view.number("exp") == nil)
+    }
+
+    /// A member's text is handed over in place only when it is a string in ASCII without escapes; every other value,
+    /// and an absent member, is told apart, so that the caller reads it the usual way.
+    @Test func aPlainStringIsHandedOverWhereItIs() throws {
+        let view = try JSONReader.parseObjectView(
+            Array(#"{"a":"com.example.app","b":"com\u002eexample","c":"é","d":1,"e":null,"f":["x"],"g":""}"#.utf8)
+        )
+        func text(_ name: String) -> String? {
+            switch view.withPlainString(name, { String(decoding: $0, as: UTF8.self) }) {
+            case .plain(let text): return text
+            case .notPlain: return "not plain"
+            case .absent: return nil
+            }
+        }
+        #expect(text("a") == "com.example.app")
+        #expect(text("g") == "")
+        for name in ["b", "c", "d", "e", "f"] { #expect(text(name) == "not plain", "\(name)") }
+        #expect(text("h") == nil)
+        #expect(text("aa") == nil)
     }
 }

@@ -438,7 +438,9 @@ package struct JSONObjectView: Sendable {
     }
 
     /// The one of `candidates` that the member named `name` is a string equal to, or nil: when the member is a
-    /// plain ASCII string, its bytes are compared where they are, and no string is made.
+    /// plain ASCII string, its bytes are compared where they are, and no string is made. The candidates are ASCII
+    /// (Apple's issuers): a plain string equals an ASCII candidate exactly when their bytes are equal, so a plain
+    /// string that matches none is no candidate's.
     package func string(_ name: String, isOneOf candidates: [String]) -> String? {
         let plain = withPlainString(name) { text in
             candidates.first { candidate in
@@ -469,7 +471,8 @@ package struct JSONObjectView: Sendable {
     /// Runs `body` on the text of the member named `name` where it is in the object, when that member is a string in
     /// ASCII without escapes; a caller compares those bytes without making a string, and reads any other value the
     /// usual way (``subscript(name:)``). Bytes equal to a string's are the same string; bytes that differ can still be
-    /// an equal `String` (canonical equivalence), so a caller that finds no match goes the usual way too.
+    /// an equal `String` (canonical equivalence) when the other string is not ASCII, so a caller whose strings may not
+    /// be ASCII goes the usual way too when it finds no match.
     package func withPlainString<T>(_ name: String, _ body: (UnsafeBufferPointer<UInt8>) -> T) -> PlainString<T> {
         let found = withMember(named: name) { buffer, member -> PlainString<T>? in
             let value = UnsafeBufferPointer(rebasing: buffer[member.value])
