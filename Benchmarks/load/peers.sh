@@ -10,9 +10,10 @@
 #   refresh  siwa POST /auth/refresh;   baseline  siwa GET /healthz
 #
 # Server CPU per request comes from /proc (utime + stime of the server process over the run, divided by the requests
-# wrk completed). Then the floor benchmark (Benchmarks/floor, one core) and the report: medians, ranges, p99, the
-# ratios siwa / peer, each route's share of /healthz, and siwa's CPU against the floor. Loopback only; every run is
-# bounded (DURATION seconds, CONNECTIONS connections).
+# wrk completed). Each round ends with the floor benchmark (Benchmarks/floor, one core), so that the floor meets the
+# machine the routes met. Then the report: medians, ranges, p99, the ratios siwa / peer, each route's share of
+# /healthz, and CPU against the floor (its medians over the rounds) for siwa, the baseline and PostgreSQL. Loopback
+# only; every run is bounded (DURATION seconds, CONNECTIONS connections).
 #
 # BASELINE_BINARY (another build of siwa, e.g. the commit before a change) adds it as a target of its own on SQLite,
 # "siwa-baseline", which runs every one of siwa's routes but /healthz in the same rounds, so that both databases grow
@@ -172,8 +173,9 @@ for round in $(seq 1 "$ROUNDS"); do
       "$WORK/identity-tokens" $((CONNECTIONS * 8 / USERS + 1)) >"$WORK/$name-refresh-$round"
     run "refresh:$name" "$name" /auth/refresh refresh "$WORK/$name-refresh-$round"
   done
+  # The floor in every round too, so that it meets the machine the routes met: the report takes its medians.
+  echo "== floor (one core), round $round"
+  taskset -c 0 "$FLOOR" "$WORK/floor" | tee -a "$WORK/floor.json"
 done
 
-echo "== floor (one core)"
-taskset -c 0 "$FLOOR" "$WORK/floor" | tee "$WORK/floor.json"
 python3 Benchmarks/load/peers_report.py "$RESULTS" "$WORK/floor.json" "$(nproc) cores, $(uname -m), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"

@@ -81,12 +81,14 @@ for label in runs:
         continue
     print(f"- {label}: {100 * stat(label, 0)[0] / healthz:.0f}% of /healthz")
 
-floor = {}
+# The floor ran once per round: each item's median over the rounds.
+floor_runs = {}
 for line in open(floor_path):
     line = line.strip()
     if line.startswith("{"):
         item = json.loads(line)
-        floor[item["name"]] = item["us"]
+        floor_runs.setdefault(item["name"], []).append(item["us"])
+floor = {name: statistics.median(values) for name, values in floor_runs.items()}
 if floor:
     bare = stat("healthz:siwa", 1)[0]
     sign_in_floor = (
@@ -96,12 +98,18 @@ if floor:
     refresh_floor = (
         floor["es256_sign"] + floor["sha256_32"] * 2 + floor["random32"] * 2 + floor["sqlite_refresh_write"] + bare
     )
-    print("\nThe floor (one core, medians, µs):", ", ".join(f"{k} {v:.1f}" for k, v in floor.items()))
+    rounds = max(len(values) for values in floor_runs.values())
+    print(f"\nThe floor (one core, medians of {rounds} rounds, µs):",
+          ", ".join(f"{k} {v:.1f} ({min(floor_runs[k]):.1f}–{max(floor_runs[k]):.1f})" for k, v in floor.items()))
     print(f"plus a bare request on this run (siwa's /healthz CPU per request): {bare:.1f}")
     print("\n| route | floor µs | siwa µs | floor / siwa |")
     print("|---|---|---|---|")
+    # PostgreSQL's rows count siwa's process only, not the database's.
     for label, value in [("sign-in:siwa-native", sign_in_floor), ("sign-in:siwa-contract", sign_in_floor),
-                         ("refresh:siwa", refresh_floor)]:
+                         ("refresh:siwa", refresh_floor),
+                         ("sign-in:siwa-baseline-native", sign_in_floor), ("refresh:siwa-baseline", refresh_floor),
+                         ("sign-in:siwa-pg-native", sign_in_floor), ("refresh:siwa-pg", refresh_floor)]:
         if label in runs:
             spent = stat(label, 1)[0]
-            print(f"| {label} | {value:.0f} | {spent:.0f} | {100 * value / spent:.0f}% |")
+            note = " (siwa's process only)" if "-pg" in label else ""
+            print(f"| {label}{note} | {value:.0f} | {spent:.0f} | {100 * value / spent:.0f}% |")
