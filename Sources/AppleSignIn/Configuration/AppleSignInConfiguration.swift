@@ -46,12 +46,8 @@ public struct AppleSignInConfiguration: Sendable {
 
     /// The allowed client id whose UTF-8 bytes are `text`, or nil: ``allows(_:)`` on bytes, with no string made.
     func allowedClientID(named text: UnsafeBufferPointer<UInt8>) -> ClientID? {
-        func matches(_ clientID: ClientID) -> Bool {
-            var raw = clientID.rawValue
-            return raw.withUTF8 { $0.count == text.count && $0.elementsEqual(text) }
-        }
-        if let servicesID, matches(servicesID) { return servicesID }
-        return bundleIDs.first(where: matches)
+        if let servicesID, JSONObjectView.text(text, is: servicesID.rawValue) { return servicesID }
+        return bundleIDs.first { JSONObjectView.text(text, is: $0.rawValue) }
     }
 
     /// Makes a validated configuration.

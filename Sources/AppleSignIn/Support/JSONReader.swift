@@ -442,12 +442,8 @@ package struct JSONObjectView: Sendable {
     /// (Apple's issuers): a plain string equals an ASCII candidate exactly when their bytes are equal, so a plain
     /// string that matches none is no candidate's.
     package func string(_ name: String, isOneOf candidates: [String]) -> String? {
-        let plain = withPlainString(name) { text in
-            candidates.first { candidate in
-                var candidate = candidate
-                return candidate.withUTF8 { $0.count == text.count && $0.elementsEqual(text) }
-            }
-        }
+        assert(candidates.allSatisfy { $0.utf8.allSatisfy { $0 < 0x80 } }, "candidates compared as bytes are ASCII")
+        let plain = withPlainString(name) { text in candidates.first { Self.text(text, is: $0) } }
         switch plain {
         case .absent: return nil
         case .plain(let found): return found
@@ -481,6 +477,12 @@ package struct JSONObjectView: Sendable {
             return .plain(body(UnsafeBufferPointer(rebasing: value[1..<end])))
         }
         return found ?? .absent
+    }
+
+    /// Whether `text` is `string`'s UTF-8, byte for byte: how a plain string (``withPlainString(_:_:)``) is compared.
+    static func text(_ text: UnsafeBufferPointer<UInt8>, is string: String) -> Bool {
+        var string = string
+        return string.withUTF8 { $0.count == text.count && $0.elementsEqual(text) }
     }
 
     /// The member named `name` as a `Double`, as `self[name]?.doubleValue` reads it: a non-negative integer of up to
