@@ -17,8 +17,9 @@
 #
 # BASELINE_BINARY (another build of siwa, e.g. the commit before a change) adds it as a target of its own on SQLite,
 # "siwa-baseline", which runs every one of siwa's routes but /healthz in the same rounds, so that both databases grow
-# alike, and goes first every other round (an even ROUNDS balances the order exactly): a change's effect in one run. (A baseline that skipped routes had the smaller file
-# and ran second in every round: two builds swapped between the roles showed about 2.5% for the role alone.)
+# alike, and goes first every other round (an even ROUNDS balances the order exactly): a change's effect in one run.
+# (A baseline that skipped routes had the smaller file and ran second in every round: two builds swapped between the
+# roles showed about 2.5% for the role alone.)
 #
 #   Benchmarks/load/peers.sh
 #   DURATION=5 ROUNDS=3 SIWA_BINARY=/tmp/siwa PEER_BINARY=/tmp/peer Benchmarks/load/peers.sh
@@ -151,8 +152,9 @@ for round in $(seq 1 "$ROUNDS"); do
   # favours neither build.
   ORDER=("${SQLITE_SIWAS[@]}")
   [ "${#ORDER[@]}" -eq 2 ] && [ $((round % 2)) -eq 0 ] && ORDER=("${ORDER[1]}" "${ORDER[0]}")
+  ROUND_SIWAS=("${ORDER[@]}" "${SIWAS[@]:${#SQLITE_SIWAS[@]}}") # then PostgreSQL, when it runs
   run "healthz:siwa" siwa /healthz none ""
-  for name in "${ORDER[@]}" "${SIWAS[@]:${#SQLITE_SIWAS[@]}}"; do
+  for name in "${ROUND_SIWAS[@]}"; do
     run "sign-in:$name-native" "$name" /auth/apple/native native "$WORK/identity-tokens"
   done
   for name in "${ORDER[@]}"; do
@@ -167,7 +169,7 @@ for round in $(seq 1 "$ROUNDS"); do
   done
   run "me:peer" peer /api/users/me bearer "$WORK/peer-bearer"
   run "me:peer-wal" peer-wal /api/users/me bearer "$WORK/peer-wal-bearer"
-  for name in "${ORDER[@]}" "${SIWAS[@]:${#SQLITE_SIWAS[@]}}"; do
+  for name in "${ROUND_SIWAS[@]}"; do
     # Fresh sessions each round (refresh tokens rotate: a token from an earlier round would be reuse).
     python3 Benchmarks/load/sign_in_all.py "${PORT_OF[$name]}" /auth/apple/native identityToken refreshToken \
       "$WORK/identity-tokens" $((CONNECTIONS * 8 / USERS + 1)) >"$WORK/$name-refresh-$round"
