@@ -20,4 +20,20 @@ struct AuditEventIDTests {
             .reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
         #expect(abs(Double(stamp) / 1_000 - Date().timeIntervalSince1970) < 60, "the time is in the id")
     }
+
+    /// New sessions' ids come from the same clock (so that the indexes keyed by session id are appended to): version
+    /// 7, in the order they were made, with audit ids made in between sorting between them.
+    @Test func sessionIDsAreTimeOrderedToo() {
+        var made: [UUID] = []
+        for index in 0..<2_000 {
+            made.append(index.isMultiple(of: 2) ? SessionID().rawValue : AuditEvent.newID())
+        }
+        let texts = made.map(\.lowercasedText)
+        #expect(texts == texts.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) })
+        #expect(Set(made).count == made.count)
+        let session = SessionID().rawValue
+        #expect(session.uuid.6 >> 4 == 7, "version 7")
+        #expect(session.uuid.8 >> 6 == 0b10, "RFC 9562 variant")
+        #expect(SessionID(session.lowercasedText) == SessionID(session), "read back from its text")
+    }
 }

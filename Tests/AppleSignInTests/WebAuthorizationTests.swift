@@ -92,6 +92,22 @@ struct WebAuthorizationTests {
         #expect(WebAuthorization.randomToken(byteCount: 16).utf8.count == 22)
     }
 
+    /// The generator behind tokens and ids fills every byte it is asked for, past `getentropy`'s 256 per call too.
+    @Test func systemRandomFillsEveryByte() {
+        for count in [0, 1, 16, 32, 255, 256, 257, 1_000] {
+            #expect(SystemRandom.bytes(count).count == count)
+        }
+        let long = SystemRandom.bytes(65_536)
+        // Each of the 256 values about 256 times: one missing (a chunk left unfilled) is beyond chance.
+        var seen = [Int](repeating: 0, count: 256)
+        for byte in long { seen[Int(byte)] += 1 }
+        #expect(seen.allSatisfy { $0 > 100 }, "every value occurs")
+        for chunk in stride(from: 0, to: long.count, by: 256) {
+            #expect(long[chunk..<chunk + 256].contains { $0 != 0 }, "chunk at \(chunk) filled")
+        }
+        #expect(SystemRandom.bytes(32) != SystemRandom.bytes(32))
+    }
+
     // MARK: - Callback
 
     @Test func firstAuthorizationCarriesTheUser() throws {

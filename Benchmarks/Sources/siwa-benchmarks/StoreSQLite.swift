@@ -92,8 +92,15 @@ nonisolated func runStoreSQLite(arguments: [String]) async throws {
     )
 }
 
-/// 32 random bytes (a hash or token stand-in).
-nonisolated func randomBytes() -> [UInt8] { (0..<32).map { _ in UInt8.random(in: 0...255) } }
+/// 32 random bytes (a hash or token stand-in), eight per call of the system's generator as siwa makes its tokens
+/// (`UInt8.random` makes one `getrandom` call per byte).
+nonisolated func randomBytes() -> [UInt8] {
+    var generator = SystemRandomNumberGenerator()
+    var bytes: [UInt8] = []
+    bytes.reserveCapacity(32)
+    for _ in 0..<4 { withUnsafeBytes(of: generator.next() as UInt64) { bytes.append(contentsOf: $0) } }
+    return bytes
+}
 
 /// This process's CPU time (user + system) so far.
 nonisolated func processCPUMicroseconds() -> Double {

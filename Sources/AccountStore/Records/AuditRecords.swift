@@ -1,5 +1,4 @@
 public import AppleSignIn
-import Synchronization
 
 #if canImport(FoundationEssentials)
 public import FoundationEssentials
@@ -12,43 +11,8 @@ extension AuditEvent {
     /// so that ids made later in this process sort after earlier ones, also within one millisecond. The log lists
     /// events by time, then id: events written in the same millisecond (an account's creation and its first
     /// sign-in) come in the order they happened, not at random.
-    public static func newID() -> UUID {
-        let (milliseconds, counter) = idClock.withLock { state -> (UInt64, UInt16) in
-            let now = UInt64(max(0, Date().timeIntervalSince1970 * 1_000))
-            if now > state.milliseconds {
-                state = (now, 0)
-            } else if state.counter < 0xFFF {
-                state.counter += 1
-            } else {
-                // 4,096 ids in one millisecond: borrow the next one.
-                state = (state.milliseconds + 1, 0)
-            }
-            return (state.milliseconds, state.counter)
-        }
-        var random = SystemRandomNumberGenerator()
-        let tail = random.next() as UInt64
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(16)
-        for shift in stride(from: 40, through: 0, by: -8) {
-            bytes.append(UInt8(truncatingIfNeeded: milliseconds >> UInt64(shift)))
-        }
-        bytes.append(0x70 | UInt8(counter >> 8))  // version 7, then the counter's high 4 bits
-        bytes.append(UInt8(truncatingIfNeeded: counter))
-        bytes.append(0x80 | UInt8(truncatingIfNeeded: tail >> 56) & 0x3F)  // variant 10
-        for shift in stride(from: 48, through: 0, by: -8) {
-            bytes.append(UInt8(truncatingIfNeeded: tail >> UInt64(shift)))
-        }
-        return UUID(
-            uuid: (
-                bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7],
-                bytes[8], bytes[9], bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15]
-            )
-        )
-    }
+    public static func newID() -> UUID { .timeOrdered() }
 }
-
-/// The last id's millisecond and counter (``AuditEvent/newID()``).
-private let idClock = Mutex<(milliseconds: UInt64, counter: UInt16)>((0, 0))
 
 /// What an audit event records. The raw values are stored and never change; a new kind of event is a new case.
 public enum AuditEventType: String, Sendable, Hashable, CaseIterable, Codable {

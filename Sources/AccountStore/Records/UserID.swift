@@ -26,9 +26,12 @@ public struct UserID: Hashable, Sendable, Codable, CustomStringConvertible {
 public struct SessionID: Hashable, Sendable, Codable, CustomStringConvertible {
     public let rawValue: UUID
 
-    /// - Parameter rawValue: The UUID; a new random one when `nil`.
+    /// - Parameter rawValue: The UUID; when `nil`, a new time-ordered one (``Foundation/UUID/timeOrdered()``), so
+    ///   that a sign-in's new session and its first refresh token are appended to the indexes keyed by session id
+    ///   rather than each dirtying a random page. A session id is not a secret: it travels only inside signed tokens
+    ///   and to operators, and what it reveals (when the session started) they carry anyway.
     public init(_ rawValue: UUID? = nil) {
-        self.rawValue = rawValue ?? .random()
+        self.rawValue = rawValue ?? .timeOrdered()
     }
 
     public init?(_ text: String) {

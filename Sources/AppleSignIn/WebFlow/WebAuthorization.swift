@@ -43,13 +43,6 @@ public enum WebAuthorization {
 
     /// A random value for `state` or `nonce`: 256 bits from the system's CSPRNG, base64url.
     public static func randomToken(byteCount: Int = 32) -> String {
-        // Eight bytes per call of the system generator (one `getrandom` each), not one.
-        var generator = SystemRandomNumberGenerator()
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(byteCount + 7)
-        while bytes.count < byteCount {
-            withUnsafeBytes(of: generator.next() as UInt64) { bytes.append(contentsOf: $0) }
-        }
-        return Base64URL.encode(bytes.prefix(byteCount))
+        Base64URL.encode(SystemRandom.bytes(byteCount))
     }
 }

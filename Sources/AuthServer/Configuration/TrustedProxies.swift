@@ -140,7 +140,7 @@ public struct TrustedProxies: Sendable, Hashable {
 
     /// The bytes of a textual IPv4 or IPv6 address (IPv4-mapped IPv6 addresses as their IPv4 bytes).
     static func parse(_ text: String) -> [UInt8]? {
-        if !text.contains(":") { return parseIPv4(Substring(text)) }
+        if !text.utf8.contains(UInt8(ascii: ":")) { return parseIPv4(Substring(text)) }
         guard let bytes = parseIPv6(text) else { return nil }
         // ::ffff:a.b.c.d is the IPv4 address a.b.c.d (how a dual-stack socket reports IPv4 peers).
         if bytes[0..<10].allSatisfy({ $0 == 0 }) && bytes[10] == 0xFF && bytes[11] == 0xFF {
@@ -149,16 +149,27 @@ public struct TrustedProxies: Sendable, Hashable {
         return bytes
     }
 
+    /// Four decimal numbers of one to three digits, each at most 255, separated by dots; read byte by byte (it runs for
+    /// every rate-limited request's client address).
     private static func parseIPv4(_ text: Substring) -> [UInt8]? {
-        let parts = text.split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count == 4 else { return nil }
         var bytes: [UInt8] = []
-        for part in parts {
-            guard !part.isEmpty, part.count <= 3, part.allSatisfy(\.isASCII), let value = UInt8(part) else {
+        bytes.reserveCapacity(4)
+        var value = 0
+        var digits = 0
+        for byte in text.utf8 {
+            if byte == UInt8(ascii: ".") {
+                guard digits > 0, value <= 255, bytes.count < 3 else { return nil }
+                bytes.append(UInt8(value))
+                (value, digits) = (0, 0)
+            } else if byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9") && digits < 3 {
+                value = value * 10 + Int(byte - UInt8(ascii: "0"))
+                digits += 1
+            } else {
                 return nil
             }
-            bytes.append(value)
         }
+        guard digits > 0, value <= 255, bytes.count == 3 else { return nil }
+        bytes.append(UInt8(value))
         return bytes
     }
 
