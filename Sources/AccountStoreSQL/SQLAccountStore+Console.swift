@@ -171,7 +171,7 @@ extension SQLAccountStore {
                         WHEN expires_at IS NOT NULL THEN expires_at
                         ELSE created_at
                     END DESC,
-                    id
+                    id DESC
                 LIMIT \(bind: limit)
                 """
             ).all().map(Self.sessionRecord)

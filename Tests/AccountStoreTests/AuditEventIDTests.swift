@@ -36,4 +36,24 @@ struct AuditEventIDTests {
         #expect(session.uuid.8 >> 6 == 0b10, "RFC 9562 variant")
         #expect(SessionID(session.lowercasedText) == SessionID(session), "read back from its text")
     }
+
+    /// A user's session list is newest first; two sessions started in the same millisecond too (the later id first).
+    @Test func sessionsOfOneMillisecondAreListedNewestFirst() {
+        let now = Date(timeIntervalSince1970: 1_800_000_000)
+        let user = UserID()
+        let (older, newer) = (SessionID(), SessionID())
+        func session(_ id: SessionID) -> SessionRecord {
+            SessionRecord(
+                id: id,
+                userID: user,
+                createdAt: now,
+                lastUsedAt: nil,
+                expiresAt: now + 3_600,
+                revokedAt: nil,
+                metadata: SessionMetadata()
+            )
+        }
+        #expect(SessionRecord.listedBefore(session(newer), session(older), now: now))
+        #expect(!SessionRecord.listedBefore(session(older), session(newer), now: now))
+    }
 }

@@ -92,19 +92,35 @@ struct WebAuthorizationTests {
         #expect(WebAuthorization.randomToken(byteCount: 16).utf8.count == 22)
     }
 
-    /// The generator behind tokens and ids fills every byte it is asked for, past `getentropy`'s 256 per call too.
+    /// The generator behind tokens and ids fills every byte it is asked for, past `getentropy`'s 256 per call too, and
+    /// its fallback fills the rest when the system call fails part way.
     @Test func systemRandomFillsEveryByte() {
-        for count in [0, 1, 16, 32, 255, 256, 257, 1_000] {
-            #expect(SystemRandom.bytes(count).count == count)
+        /// Whether every 32 bytes in a row (the last ones overlapping) hold a byte that is not zero: a window left as
+        /// the zeros it started with, by chance 2^-256.
+        func everyWindowFilled(_ bytes: [UInt8]) -> Bool {
+            stride(from: 0, to: bytes.count, by: 32).allSatisfy { start in
+                let from = min(start, bytes.count - 32)
+                return bytes[from..<from + 32].contains { $0 != 0 }
+            }
         }
-        let long = SystemRandom.bytes(65_536)
-        // Each of the 256 values about 256 times: one missing (a chunk left unfilled) is beyond chance.
-        var seen = [Int](repeating: 0, count: 256)
-        for byte in long { seen[Int(byte)] += 1 }
-        #expect(seen.allSatisfy { $0 > 100 }, "every value occurs")
-        for chunk in stride(from: 0, to: long.count, by: 256) {
-            #expect(long[chunk..<chunk + 256].contains { $0 != 0 }, "chunk at \(chunk) filled")
+        for count in [32, 255, 256, 257, 1_000, 65_549] {
+            var bytes = [UInt8](repeating: 0, count: count)
+            bytes.withUnsafeMutableBytes { SystemRandom.fill($0) }
+            #expect(everyWindowFilled(bytes), "\(count) bytes")
         }
+        var calls = 0
+        var bytes = [UInt8](repeating: 0, count: 1_000)
+        bytes.withUnsafeMutableBytes { buffer in
+            SystemRandom.fill(buffer) { start, length in
+                calls += 1
+                guard calls == 1 else { return -1 }  // the second call fails: the rest from the fallback
+                start.initializeMemory(as: UInt8.self, repeating: 0xAA, count: length)
+                return 0
+            }
+        }
+        #expect(calls == 2)
+        #expect(bytes.prefix(256).allSatisfy { $0 == 0xAA }, "the first call's bytes kept")
+        #expect(everyWindowFilled(Array(bytes.dropFirst(256))), "the fallback filled the rest")
         #expect(SystemRandom.bytes(32) != SystemRandom.bytes(32))
     }
 

@@ -10,13 +10,13 @@ import Testing
 @Suite struct JSONValueDecoderTests {
     enum Mode: String, Decodable { case on, off }
 
-    struct Inner: Decodable {
+    struct Inner: Decodable, Equatable {
         var name: String
         var tags: [String]
     }
 
     /// Every kind of value a body type could hold, beyond the flat strings siwa's own bodies have today.
-    struct Everything: Decodable {
+    struct Everything: Decodable, Equatable {
         var text: String
         var flag: Bool?
         var count: Int?
@@ -84,9 +84,9 @@ import Testing
     ]
 
     @Test(arguments: bodies) func theSameAsJSONDecoder(body: String) throws {
-        let expected = Self.outcome { try JSONDecoder().decode(Everything.self, from: Data(body.utf8)) }
+        let expected = Self.comparable { try JSONDecoder().decode(Everything.self, from: Data(body.utf8)) }
         let value = try JSONReader.parseObject(Array(body.utf8))
-        let actual = Self.outcome { try Everything(from: JSONValueDecoder(value)) }
+        let actual = Self.comparable { try Everything(from: JSONValueDecoder(value)) }
         #expect(actual == expected, "body \(body)")
     }
 
@@ -120,21 +120,36 @@ import Testing
         #expect(outcome { try T(from: JSONValueDecoder(value)) } == expected, "\(T.self), body \(body)")
     }
 
-    /// A decoded value, or the error's case and coding path, as text to compare.
+    /// A decoded value compared with `==` (a dictionary's description lists its keys in no fixed order: two equal
+    /// maps can print differently), or the error as ``failure(_:)`` describes it.
+    enum Outcome<Value: Equatable>: Equatable {
+        case value(Value)
+        case failure(String)
+    }
+
+    static func comparable<Value: Equatable>(_ decode: () throws -> Value) -> Outcome<Value> {
+        do { return .value(try decode()) } catch { return .failure(failure(error)) }
+    }
+
+    /// A decoded value, or the error's case and coding path, as text to compare (for bodies without dictionaries).
     static func outcome(_ decode: () throws -> some Any) -> String {
-        do {
-            return "value \(try decode())"
-        } catch let DecodingError.keyNotFound(key, context) {
+        do { return "value \(try decode())" } catch { return failure(error) }
+    }
+
+    /// An error's case and coding path.
+    static func failure(_ error: any Error) -> String {
+        switch error {
+        case let DecodingError.keyNotFound(key, context):
             return "keyNotFound \(path(context.codingPath + [key]))"
-        } catch let DecodingError.typeMismatch(_, context) {
+        case let DecodingError.typeMismatch(_, context):
             return "typeMismatch \(path(context.codingPath))"
-        } catch let DecodingError.valueNotFound(_, context) {
+        case let DecodingError.valueNotFound(_, context):
             return "valueNotFound \(path(context.codingPath))"
-        } catch DecodingError.dataCorrupted {
+        case DecodingError.dataCorrupted:
             // A number out of range. `JSONDecoder` leaves its path empty, this decoder names the field; the client
             // is told `invalid_json` either way, without the path.
             return "dataCorrupted"
-        } catch {
+        default:
             return "other \(error)"
         }
     }

@@ -228,7 +228,8 @@ public struct SigningKeyRecord: Sendable, Hashable {
 
 extension SessionRecord {
     /// Whether `first` is listed before `second` by ``AccountStore/sessions(userID:now:limit:)``: active sessions
-    /// first, newest first; then ended ones, the most recently ended first; ties by id.
+    /// first, newest first; then ended ones, the most recently ended first; ties by id, the greater first (session ids
+    /// are time-ordered: within one millisecond, the newer session).
     public static func listedBefore(_ first: SessionRecord, _ second: SessionRecord, now: Date) -> Bool {
         let (firstActive, secondActive) = (first.isActive(at: now), second.isActive(at: now))
         if firstActive != secondActive { return firstActive }
@@ -236,6 +237,6 @@ extension SessionRecord {
         let secondTime = secondActive ? second.createdAt : (second.endedAt(now: now) ?? second.createdAt)
         let (a, b) = (firstTime.storedMilliseconds, secondTime.storedMilliseconds)
         if a != b { return a > b }
-        return first.id.description.utf8.lexicographicallyPrecedes(second.id.description.utf8)
+        return second.id.description.utf8.lexicographicallyPrecedes(first.id.description.utf8)
     }
 }

@@ -28,8 +28,9 @@ public struct SessionID: Hashable, Sendable, Codable, CustomStringConvertible {
 
     /// - Parameter rawValue: The UUID; when `nil`, a new time-ordered one (``Foundation/UUID/timeOrdered()``), so
     ///   that a sign-in's new session and its first refresh token are appended to the indexes keyed by session id
-    ///   rather than each dirtying a random page. A session id is not a secret: it travels only inside signed tokens
-    ///   and to operators, and what it reveals (when the session started) they carry anyway.
+    ///   rather than each dirtying a random page. A session id is not a secret and grants nothing: it goes to its
+    ///   holder (inside signed tokens as `sid`, and as ServiceStack's `sessionId`) and to operators, and what it
+    ///   reveals, when the session started, they know anyway.
     public init(_ rawValue: UUID? = nil) {
         self.rawValue = rawValue ?? .timeOrdered()
     }

@@ -12,10 +12,18 @@ import Darwin
 package enum SystemRandom {
     /// Fills `buffer` with random bytes.
     package static func fill(_ buffer: UnsafeMutableRawBufferPointer) {
+        fill(buffer) { start, length in getentropy(start, length) }
+    }
+
+    /// ``fill(_:)`` with `entropy` in place of `getentropy` (tests: one that fails, for the fallback).
+    package static func fill(
+        _ buffer: UnsafeMutableRawBufferPointer,
+        entropy: (UnsafeMutableRawPointer, Int) -> Int32
+    ) {
         var offset = 0
         while offset < buffer.count {
             let length = min(buffer.count - offset, 256)  // getentropy's limit per call
-            guard let start = buffer.baseAddress, getentropy(start + offset, length) == 0 else {
+            guard let start = buffer.baseAddress, entropy(start + offset, length) == 0 else {
                 // Not expected (getentropy fails only for a bad buffer or a kernel without getrandom): the generator
                 // the standard library uses, eight bytes at a time.
                 var generator = SystemRandomNumberGenerator()

@@ -106,7 +106,10 @@ struct RateLimitMiddleware: RouterMiddleware {
     static func bucketKey(_ address: String?) -> String {
         guard let address else { return "unknown" }
         guard let bytes = TrustedProxies.parse(address), bytes.count == 16 else { return address }
-        return bytes.prefix(8).map { String($0, radix: 16) }.joined(separator: ":") + "::/64"
+        let groups = stride(from: 0, to: 8, by: 2).map {
+            String(UInt16(bytes[$0]) << 8 | UInt16(bytes[$0 + 1]), radix: 16)
+        }
+        return groups.joined(separator: ":") + "::/64"
     }
 
     /// Whether `path` has an empty segment (`//`) or a trailing slash, other than the path `/` itself. Read byte by

@@ -156,8 +156,10 @@ func timeOrderedID() -> String {
     let milliseconds = UInt64(now.tv_sec) * 1_000 + UInt64(now.tv_nsec) / 1_000_000
     if milliseconds > lastMilliseconds {
         (lastMilliseconds, counter) = (milliseconds, 0)
+    } else if counter < 0xFFF {
+        counter += 1
     } else {
-        counter = (counter + 1) & 0xFFF
+        (lastMilliseconds, counter) = (lastMilliseconds + 1, 0)  // 4,096 ids in one millisecond: the next one
     }
     var random = SystemRandomNumberGenerator()
     let high = lastMilliseconds << 16 | 0x7000 | counter
