@@ -2,7 +2,7 @@ import AccountStore
 import Foundation
 import Testing
 
-@Suite("Audit event ids")
+@Suite("Time-ordered ids: audit events and sessions")
 struct AuditEventIDTests {
     /// The log orders events of one millisecond by id: ids made later must sort later, as the stores compare them
     /// (lower-case text, byte by byte).
