@@ -113,6 +113,30 @@ struct AppleKeyCacheTests {
         #expect(source.count == 2)
     }
 
+    /// Verification takes a key the cache holds fresh without an async call (`freshKey`), and only until the set ages
+    /// out: then it goes the way that refetches, exactly as a lookup does.
+    @Test func verificationTakesFreshKeysWithoutWaitingAndRefetchesOnceTheSetAgesOut() async throws {
+        let apple = try TestAppleKeys(count: 1)
+        let source = ScriptedSource(try apple.keySet(), maxAge: 600)
+        let cache = AppleKeyCache(source: source, clock: clock)
+        let configuration = try AppleSignInConfiguration(bundleIDs: [ClientID("com.example.app")])
+        let verifier = IdentityTokenVerifier(configuration: configuration, keys: cache, clock: clock)
+        let token = try apple.identityToken(TestClaims(aud: "com.example.app", now: clock.now, lifetime: 3_600))
+        #expect(cache.freshKey(for: apple.kid) == nil)
+        _ = try await verifier.verify(token)
+        #expect(source.count == 1)
+        #expect(cache.freshKey(for: apple.kid)?.keyID == apple.kid)
+        #expect(cache.freshKey(for: "another-kid") == nil)
+        clock.advance(by: 599)
+        _ = try await verifier.verify(token)
+        #expect(source.count == 1)
+        clock.advance(by: 2)
+        #expect(cache.freshKey(for: apple.kid) == nil)
+        _ = try await verifier.verify(token)
+        #expect(source.count == 2)
+        #expect(cache.freshKey(for: apple.kid)?.keyID == apple.kid)
+    }
+
     @Test func defaultMaxAgeIsOneDay() async throws {
         let apple = try TestAppleKeys(count: 1)
         let source = ScriptedSource(try apple.keySet())

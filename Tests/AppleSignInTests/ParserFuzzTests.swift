@@ -287,6 +287,166 @@ struct ParserFuzzTests {
         }
     }
 
+    /// Plain strings are scanned eight bytes at a time: a byte that ends or spoils a plain string (a quote, an escape,
+    /// a control character, a byte of 0x80 or more), at every position of a word and across words, is found exactly
+    /// where the byte-by-byte reader finds it; bytes that do not (space, `~`, DEL) leave the string plain.
+    @Test func plainStringsAreScannedWordByWord() throws {
+        let inserts: [(bytes: [UInt8], plain: Bool)] = [
+            ([0x20], true), ([0x7E], true), ([0x7F], true), ([0x21], true), ([0x23], true), ([0x5B], true),
+            ([0x5D], true), ([0x5C, 0x6E], false), ([0x5C, 0x22], false),
+            ([0x5C, 0x75, 0x30, 0x30, 0x34, 0x31], false),
+            ([0xC3, 0xA9], false), ([0xE2, 0x82, 0xAC], false), ([0x00], false), ([0x01], false), ([0x1F], false),
+            ([0x09], false), ([0x80], false), ([0xFF], false), ([0x22], false),
+        ]
+        for length in [0, 1, 7, 8, 9, 15, 16, 17, 31] {
+            for position in 0...length {
+                for insert in inserts {
+                    let text =
+                        Array(repeating: UInt8(ascii: "a"), count: position) + insert.bytes
+                        + Array(repeating: UInt8(ascii: "b"), count: length - position)
+                    let document = Array(#"{"k":""#.utf8) + text + Array(#"","z":1}"#.utf8)
+                    let label = "\(insert.bytes) at \(position) of \(length)"
+                    switch (
+                        Result { try JSONReader.parseObject(document) },
+                        Result { try JSONReader.parseObjectView(document) }
+                    ) {
+                    case (.success(let tree), .success(let view)):
+                        #expect(view["k"] == tree["k"], "\(label)")
+                        #expect(view["z"] == .number("1"), "\(label)")
+                        let plain = view.withPlainString("k") { Array($0) }
+                        if case .plain(let bytes) = plain {
+                            #expect(insert.plain && bytes == text, "\(label)")
+                        } else {
+                            #expect(!insert.plain, "\(label)")
+                        }
+                        let index = try #require(view.members.indices.first { view.value(at: $0) == tree["k"] })
+                        #expect(
+                            view.plainString(at: index) == (insert.plain ? tree["k"]?.stringValue : nil),
+                            "\(label)"
+                        )
+                    case (.failure(let tree), .failure(let view)):
+                        #expect("\(tree)" == "\(view)", "\(label)")
+                        #expect(!insert.plain, "\(label)")
+                    case (let tree, let view):
+                        Issue.record("the tree reader gave \(tree), the view \(view): \(label)")
+                    }
+                }
+            }
+        }
+    }
+
+    /// An identity token's typed claims are read in one walk over the claims' members, with plain strings, literal
+    /// booleans and small integers read where they are: the token (or the failure) must be exactly what the rules
+    /// read by name from the tree make of the same claims. Every claim the token reads, with values of every kind
+    /// (escaped, non-ASCII, lenient booleans, huge and fractional numbers, null, nesting), keys sometimes escaped, and
+    /// mutated real claims.
+    @Test func identityTokenClaimsReadAsByName() throws {
+        var random = FuzzRandom(seed: Self.seed, stream: 11)
+        let strings = [
+            #""001234.abcdef0123456789abcdef0123456789.1234""#, #""x@privaterelay.appleid.com""#, #""""#, #""a\u0062""#,
+            #""caf\u00e9""#, #""café""#, #""\"quoted\"""#, "null",
+        ]
+        let booleans = ["true", "false", #""true""#, #""false""#, #""True""#, "null", "1"]
+        let numbers = [
+            "0", "2", "7", "123456789012345", "1234567890123456", "-1", "2.5", "1e3", "1749999990",
+            "9223372036854775808", "1e400", "null", #""2""#,
+        ]
+        let others = ["[]", #"["a"]"#, #"{"a":1}"#]
+        let anything = strings + booleans + numbers + others
+        let names: [(String, [String])] = [
+            ("sub", strings), ("email", strings), ("email_verified", booleans), ("is_private_email", booleans),
+            ("nonce", strings), ("nonce_supported", booleans), ("transfer_sub", strings), ("org_id", strings),
+            ("c_hash", strings), ("at_hash", strings), ("real_user_status", numbers), ("auth_time", numbers),
+            ("iss", strings), ("aud", strings), ("exp", numbers),
+        ]
+        var documents = try Self.fixtures.tokens.map { fixture in
+            try #require(Base64URL.decode(String(fixture.token.split(separator: ".")[1])))
+        }
+        for _ in 0..<3_000 {
+            var members: [String] = []
+            for (name, kind) in names where name == "sub" || random.chance(2) {
+                // Keys with an escape are the same key: a walk that compared bytes only would miss them.
+                let key =
+                    random.chance(8)
+                    ? String(name.dropLast()) + "\\u00" + String(name.utf8.last!, radix: 16) : name
+                // Mostly a value of the claim's kind (every kind of it), sometimes anything.
+                let values = random.chance(8) ? anything : kind
+                members.append("\"\(key)\":\(values[random.next(below: values.count)])")
+            }
+            var document = Array(("{" + members.shuffled(using: &random).joined(separator: ",") + "}").utf8)
+            if random.chance(8) { document = random.mutate(document, dictionary: Self.jsonDictionary) }
+            documents.append(document)
+        }
+        var read = 0
+        for document in documents {
+            guard case .object(let members)? = try? JSONReader.parseObject(document) else { continue }
+            let tree = JSONValue.object(members)
+            let label = "\(String(decoding: document.prefix(300), as: UTF8.self)) (seed \(Self.seed))"
+            // The claims alone, and (as a token's are, after its header) inside a larger buffer.
+            let padded = Array(#"{"kid":"k","alg":"RS256"}"#.utf8) + document + Array("]\"".utf8)
+            for view in [
+                try JSONReader.parseObjectView(document),
+                try JSONReader.parseObjectView(padded, range: 25..<(25 + document.count)),
+            ] {
+                let jwt = SignedAppleJWT(
+                    claims: view,
+                    audience: ClientID("com.example.app"),
+                    issuer: AppleSignInConfiguration.appleIssuer,
+                    issuedAt: Date(timeIntervalSince1970: 1_750_000_000),
+                    expiresAt: Date(timeIntervalSince1970: 1_750_000_600)
+                )
+                let walked = Result { () throws(AppleSignInError) in try IdentityToken(claims: jwt) }
+                switch (walked, Self.byName(tree, jwt)) {
+                case (.success(let walked), .success(let byName)):
+                    #expect(walked == byName, "\(label)")
+                    read += 1
+                case (.failure(let walked), .failure(let byName)):
+                    #expect(walked.description == byName.description, "\(label)")
+                case (let walked, let byName):
+                    Issue.record("one walk gave \(walked), by name \(byName): \(label)")
+                }
+            }
+        }
+        #expect(read > 100, "enough claim sets read through to a token")
+    }
+
+    /// The typed claims read claim by claim from the tree, by the rules `IdentityToken(claims:)` keeps: its reading
+    /// before the one walk.
+    private static func byName(_ claims: JSONValue, _ jwt: SignedAppleJWT) -> Result<IdentityToken, AppleSignInError> {
+        Result { () throws(AppleSignInError) -> IdentityToken in
+            guard let sub = claims["sub"]?.stringValue, !sub.isEmpty else { throw .malformed("claim 'sub' is missing") }
+            var token = IdentityToken(
+                iss: jwt.issuer,
+                sub: AppleUserID(sub),
+                aud: jwt.audience,
+                issuedAt: jwt.issuedAt,
+                expiresAt: jwt.expiresAt
+            )
+            token.email = try claims.optionalString("email")
+            token.emailVerified = try claims.optionalBool("email_verified")
+            token.isPrivateEmail = try claims.optionalBool("is_private_email")
+            token.nonce = try claims.optionalString("nonce")
+            token.nonceSupported = try claims.optionalBool("nonce_supported")
+            token.transferSub = try claims.optionalString("transfer_sub").map(AppleUserID.init)
+            token.orgId = try claims.optionalString("org_id")
+            token.cHash = try claims.optionalString("c_hash")
+            token.atHash = try claims.optionalString("at_hash")
+            if let status = claims["real_user_status"] {
+                guard let value = status.int64Value, let int = Int(exactly: value) else {
+                    throw .malformed("claim 'real_user_status' is not an integer")
+                }
+                token.realUserStatus = RealUserStatus(rawValue: int)
+            }
+            if let authTime = claims["auth_time"] {
+                guard let seconds = authTime.doubleValue, seconds.isFinite else {
+                    throw .malformed("claim 'auth_time' is not a number")
+                }
+                token.authTime = Date(timeIntervalSince1970: seconds)
+            }
+            return token
+        }
+    }
+
     /// Base64url: decoding is canonical (what decodes re-encodes to the same text) and encoding round-trips.
     @Test func base64URL() {
         // RFC 4648's test vectors (section 10), without padding.

@@ -64,6 +64,9 @@ struct AppleJWTCheck: Sendable {
     /// nearly always already cached). Every other check is synchronous: an async call per check cost a verification
     /// its task-allocator frames and executor checks ten times over.
     let fetch: (@Sendable (inout Progress, Context) async throws(AppleSignInError) -> Void)?
+    /// Finds without waiting what ``fetch`` would, when it can (the key, when the cache holds it fresh), and says
+    /// whether it did: verification then makes no async call at all.
+    let fetchWithoutWaiting: (@Sendable (inout Progress, Context) throws(AppleSignInError) -> Bool)?
     /// Runs the check: throws its failure, or returns what passed (empty unless the context describes).
     let run: @Sendable (inout Progress, Context) throws(AppleSignInError) -> String
 
@@ -71,11 +74,13 @@ struct AppleJWTCheck: Sendable {
         _ name: String,
         isPrerequisite: Bool = false,
         fetch: (@Sendable (inout Progress, Context) async throws(AppleSignInError) -> Void)? = nil,
+        fetchWithoutWaiting: (@Sendable (inout Progress, Context) throws(AppleSignInError) -> Bool)? = nil,
         _ run: @escaping @Sendable (inout Progress, Context) throws(AppleSignInError) -> String
     ) {
         self.name = name
         self.isPrerequisite = isPrerequisite
         self.fetch = fetch
+        self.fetchWithoutWaiting = fetchWithoutWaiting
         self.run = run
     }
 
@@ -106,6 +111,11 @@ struct AppleJWTCheck: Sendable {
             fetch: { progress, context throws(AppleSignInError) in
                 guard let parts = progress.parts else { throw notChecked("header") }
                 progress.key = try await context.keys.key(for: try SignedAppleJWT.keyID(parts))
+            },
+            fetchWithoutWaiting: { progress, context throws(AppleSignInError) in
+                guard let parts = progress.parts else { throw notChecked("header") }
+                progress.key = context.keys.freshKey(for: try SignedAppleJWT.keyID(parts))
+                return progress.key != nil
             },
             { progress, context throws(AppleSignInError) in
                 guard let key = progress.key else { throw notChecked("key") }
@@ -195,9 +205,11 @@ struct AppleJWTCheck: Sendable {
     ) async throws(AppleSignInError) -> Progress {
         var progress = Progress(token: token)
         for check in checks {
-            // Only a fetch is awaited: calling each check through the async `callAsFunction` made an async frame
-            // per check.
-            if let fetch = check.fetch { try await fetch(&progress, context) }
+            // Only a fetch is awaited, and only when what it fetches is not at hand: calling each check through the
+            // async `callAsFunction` made an async frame per check.
+            if let fetch = check.fetch, try !(check.fetchWithoutWaiting?(&progress, context) ?? false) {
+                try await fetch(&progress, context)
+            }
             _ = try check.run(&progress, context)
         }
         return progress

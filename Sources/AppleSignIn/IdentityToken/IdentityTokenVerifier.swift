@@ -76,62 +76,138 @@ public struct IdentityTokenVerifier: Sendable {
 }
 
 extension IdentityToken {
-    /// Reads the typed claims of a verified JWT.
+    /// The claims ``init(claims:)`` reads, in the order it reads them (and so reports the first bad one).
+    private enum Claim: Int, CaseIterable {
+        case sub, email, emailVerified, isPrivateEmail, nonce, nonceSupported, transferSub, orgID, cHash, atHash
+        case realUserStatus, authTime
+
+        static let names = JSONObjectView.Names(allCases.map(\.name))
+
+        var name: String {
+            switch self {
+            case .sub: "sub"
+            case .email: "email"
+            case .emailVerified: "email_verified"
+            case .isPrivateEmail: "is_private_email"
+            case .nonce: "nonce"
+            case .nonceSupported: "nonce_supported"
+            case .transferSub: "transfer_sub"
+            case .orgID: "org_id"
+            case .cHash: "c_hash"
+            case .atHash: "at_hash"
+            case .realUserStatus: "real_user_status"
+            case .authTime: "auth_time"
+            }
+        }
+    }
+
+    /// Reads the typed claims of a verified JWT: where each claim is, found in one walk over the claims' members (a
+    /// lookup per claim walked them a dozen times); plain strings, literal booleans and small integers read where
+    /// they are; any other value read as a lookup by name reads it, by the same rules (``JSONValue/optionalString(_:)``, ``JSONValue/optionalBool(_:)``).
     init(claims jwt: SignedAppleJWT) throws(AppleSignInError) {
         let claims = jwt.claims
-        guard let sub = claims["sub"]?.stringValue, !sub.isEmpty else { throw .malformed("claim 'sub' is missing") }
+        let found = claims.members(named: Claim.names)
+        let at = { (claim: Claim) in found[claim.rawValue] }
+        guard let index = at(.sub),
+            let sub = claims.plainString(at: index) ?? claims.value(at: index)?.stringValue, !sub.isEmpty
+        else { throw .malformed("claim 'sub' is missing") }
+        let email = try claims.optionalString(at: at(.email), Claim.email.name)
+        let emailVerified = try claims.optionalBool(at: at(.emailVerified), Claim.emailVerified.name)
+        let isPrivateEmail = try claims.optionalBool(at: at(.isPrivateEmail), Claim.isPrivateEmail.name)
+        let nonce = try claims.optionalString(at: at(.nonce), Claim.nonce.name)
+        let nonceSupported = try claims.optionalBool(at: at(.nonceSupported), Claim.nonceSupported.name)
+        let transferSub = try claims.optionalString(at: at(.transferSub), Claim.transferSub.name)
+        let orgID = try claims.optionalString(at: at(.orgID), Claim.orgID.name)
+        let cHash = try claims.optionalString(at: at(.cHash), Claim.cHash.name)
+        let atHash = try claims.optionalString(at: at(.atHash), Claim.atHash.name)
+        var realUserStatus: RealUserStatus?
+        if let index = at(.realUserStatus) {
+            if let value = claims.smallInteger(at: index) {
+                realUserStatus = RealUserStatus(rawValue: Int(value))
+            } else {
+                guard let value = claims.value(at: index)?.int64Value, let int = Int(exactly: value) else {
+                    throw .malformed("claim 'real_user_status' is not an integer")
+                }
+                realUserStatus = RealUserStatus(rawValue: int)
+            }
+        }
+        var authTime: Date?
+        if let index = at(.authTime) {
+            guard
+                let seconds = claims.smallInteger(at: index).map(Double.init) ?? claims.value(at: index)?.doubleValue,
+                seconds.isFinite
+            else {
+                throw .malformed("claim 'auth_time' is not a number")
+            }
+            authTime = Date(timeIntervalSince1970: seconds)
+        }
+        // Made once, whole: assigning the claims one by one to a token made first copied it through its value
+        // witnesses.
         self.init(
             iss: jwt.issuer,
             sub: AppleUserID(sub),
             aud: jwt.audience,
             issuedAt: jwt.issuedAt,
-            expiresAt: jwt.expiresAt
+            expiresAt: jwt.expiresAt,
+            email: email,
+            emailVerified: emailVerified,
+            isPrivateEmail: isPrivateEmail,
+            realUserStatus: realUserStatus,
+            nonce: nonce,
+            nonceSupported: nonceSupported,
+            authTime: authTime,
+            transferSub: transferSub.map(AppleUserID.init),
+            orgId: orgID,
+            cHash: cHash,
+            atHash: atHash
         )
-        self.email = try claims.optionalString("email")
-        self.emailVerified = try claims.optionalBool("email_verified")
-        self.isPrivateEmail = try claims.optionalBool("is_private_email")
-        self.nonce = try claims.optionalString("nonce")
-        self.nonceSupported = try claims.optionalBool("nonce_supported")
-        self.transferSub = try claims.optionalString("transfer_sub").map(AppleUserID.init)
-        self.orgId = try claims.optionalString("org_id")
-        self.cHash = try claims.optionalString("c_hash")
-        self.atHash = try claims.optionalString("at_hash")
-        if let status = claims["real_user_status"] {
-            guard let value = status.int64Value, let int = Int(exactly: value) else {
-                throw .malformed("claim 'real_user_status' is not an integer")
-            }
-            self.realUserStatus = RealUserStatus(rawValue: int)
-        }
-        if let authTime = claims["auth_time"] {
-            guard let seconds = authTime.doubleValue, seconds.isFinite else {
-                throw .malformed("claim 'auth_time' is not a number")
-            }
-            self.authTime = Date(timeIntervalSince1970: seconds)
-        }
     }
 }
 
-/// A JSON object's members by name: a ``JSONValue`` tree, or a token's claims read as a ``JSONObjectView``.
-protocol JSONMembers {
-    subscript(_ name: String) -> JSONValue? { get }
+extension JSONObjectView {
+    /// ``JSONValue/optionalString(_:)`` for the member at `index` (nil: absent), named `name`; a plain string read
+    /// where it is.
+    fileprivate func optionalString(at index: Int?, _ name: String) throws(AppleSignInError) -> String? {
+        guard let index else { return nil }
+        if let text = plainString(at: index) { return text }
+        return try value(at: index).claimString(name)
+    }
+
+    /// ``JSONValue/optionalBool(_:)`` for the member at `index` (nil: absent), named `name`; a literal `true` or
+    /// `false` read where it is.
+    fileprivate func optionalBool(at index: Int?, _ name: String) throws(AppleSignInError) -> Bool? {
+        guard let index else { return nil }
+        if let bool = literalBool(at: index) { return bool }
+        return try value(at: index).claimBool(name)
+    }
 }
 
-extension JSONValue: JSONMembers {}
-extension JSONObjectView: JSONMembers {}
-
-extension JSONMembers {
-    /// A claim that, when present and not null, must be a string.
+extension JSONValue {
+    /// The member `name` of an object, as a claim that, when present and not null, must be a string.
     func optionalString(_ name: String) throws(AppleSignInError) -> String? {
-        switch self[name] {
+        try self[name].claimString(name)
+    }
+
+    /// The member `name` of an object, as a claim that, when present and not null, must be a boolean or the string
+    /// "true"/"false".
+    func optionalBool(_ name: String) throws(AppleSignInError) -> Bool? {
+        try self[name].claimBool(name)
+    }
+}
+
+extension JSONValue? {
+    /// The rule of ``JSONValue/optionalString(_:)`` for the claim `name`'s value, or nil for an absent claim.
+    func claimString(_ name: String) throws(AppleSignInError) -> String? {
+        switch self {
         case nil, .null?: return nil
         case .string(let value)?: return value
         default: throw .malformed("claim '\(name)' is not a string")
         }
     }
 
-    /// A claim that, when present and not null, must be a boolean or the string "true"/"false".
-    func optionalBool(_ name: String) throws(AppleSignInError) -> Bool? {
-        switch self[name] {
+    /// The rule of ``JSONValue/optionalBool(_:)`` for the claim `name`'s value, or nil for an absent claim.
+    func claimBool(_ name: String) throws(AppleSignInError) -> Bool? {
+        switch self {
         case nil, .null?: return nil
         case let value?:
             guard let bool = value.lenientBoolValue else { throw .malformed("claim '\(name)' is not a boolean") }

@@ -96,6 +96,15 @@ public final class AppleKeyCache: Sendable {
         }
     }
 
+    /// The key named `kid` when the cache holds it and the set has not aged out; nil when ``key(for:)`` has to decide
+    /// (fetch, wait, serve a stale key or fail). The path of nearly every token, without an async call.
+    package func freshKey(for kid: String) -> AppleSigningKey? {
+        state.withLock { state in
+            guard let key = state.keys[kid], let expiresAt = state.expiresAt, clock.now < expiresAt else { return nil }
+            return key
+        }
+    }
+
     private func isRateLimited(_ state: State, now: Date) -> Bool {
         guard let last = state.lastAttempt else { return false }
         let interval = state.keys.isEmpty ? emptyRetryInterval : minimumRefetchInterval

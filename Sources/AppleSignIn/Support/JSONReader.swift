@@ -268,6 +268,24 @@ package struct JSONReader {
     /// the index unmoved) for any other string, which ``readString()`` then reads with its every check.
     fileprivate mutating func scanPlainString() -> Int? {
         var end = index + 1
+        // Eight bytes at a time up to the first word holding a byte that ends or spoils a plain string (a quote, a
+        // backslash, a control character, a byte of 0x80 or more); the bytes from that word on one by one.
+        if let base = buffer.baseAddress {
+            let ones: UInt64 = 0x0101_0101_0101_0101
+            let highs = ones &* 0x80
+            while end + 8 <= buffer.count {
+                let word = UnsafeRawPointer(base + end).loadUnaligned(as: UInt64.self)
+                let quote = word ^ (ones &* UInt64(UInt8(ascii: "\"")))
+                let backslash = word ^ (ones &* UInt64(UInt8(ascii: "\\")))
+                // A byte's high bit is set in each term where the byte is zero (the quote and backslash terms) or
+                // below 0x20 (the control term; exact for bytes below 0x80), and in `word` itself for 0x80 and up.
+                let special =
+                    ((quote &- ones) & ~quote) | ((backslash &- ones) & ~backslash)
+                    | ((word &- ones &* 0x20) & ~word) | word
+                if special & highs != 0 { break }
+                end += 8
+            }
+        }
         while end < buffer.count {
             let byte = buffer[end]
             if byte == UInt8(ascii: "\"") {
@@ -424,17 +442,189 @@ package struct JSONObjectView: Sendable {
 
     /// The value of the member named `name`, or nil: the lookup of ``JSONValue/subscript(key:)``.
     package subscript(name: String) -> JSONValue? {
-        withMember(named: name) { buffer, member in
-            var reader = JSONReader(buffer: UnsafeBufferPointer(rebasing: buffer[member.value]))
-            do {
-                return try reader.readValue(depth: 1)
-            } catch {
-                // Not reached: the same reader checked these bytes when it made the view. Were it reached, the
-                // claim reads as absent, which every required claim's check refuses.
-                assertionFailure("a checked value failed to read again: \(error)")
-                return nil
+        withMember(named: name) { buffer, member in Self.value(of: member, in: buffer) }
+    }
+
+    /// The value of the member at `index` (``members(named:)``), as a lookup by its name reads it.
+    package func value(at index: Int) -> JSONValue? {
+        bytes.withUnsafeBufferPointer { whole in
+            Self.value(of: members[index], in: UnsafeBufferPointer(rebasing: whole[range]))
+        }
+    }
+
+    private static func value(of member: Member, in buffer: UnsafeBufferPointer<UInt8>) -> JSONValue? {
+        var reader = JSONReader(buffer: UnsafeBufferPointer(rebasing: buffer[member.value]))
+        do {
+            return try reader.readValue(depth: 1)
+        } catch {
+            // Not reached: the same reader checked these bytes when it made the view. Were it reached, the
+            // claim reads as absent, which every required claim's check refuses.
+            assertionFailure("a checked value failed to read again: \(error)")
+            return nil
+        }
+    }
+
+    /// The member at `index` as a string, when it is one in ASCII without escapes (its bytes are its text), made from
+    /// those bytes without going through a ``JSONValue``; nil for any other value, which ``value(at:)`` reads.
+    package func plainString(at index: Int) -> String? {
+        withValue(at: index) { value -> String? in
+            var reader = JSONReader(buffer: value)
+            guard value.first == UInt8(ascii: "\""), let end = reader.scanPlainString() else { return nil }
+            return String(decoding: UnsafeBufferPointer(rebasing: value[1..<end]), as: UTF8.self)
+        }
+    }
+
+    /// The member at `index` when it is the literal `true` or `false`; nil for any other value.
+    package func literalBool(at index: Int) -> Bool? {
+        withValue(at: index) { value -> Bool? in
+            // Byte by byte: the general comparison of `text(_:is:)` cost more than the rest of the read.
+            if value.count == 4, value[0] == UInt8(ascii: "t"), value[1] == UInt8(ascii: "r"),
+                value[2] == UInt8(ascii: "u"), value[3] == UInt8(ascii: "e")
+            {
+                return true
+            }
+            if value.count == 5, value[0] == UInt8(ascii: "f"), value[1] == UInt8(ascii: "a"),
+                value[2] == UInt8(ascii: "l"), value[3] == UInt8(ascii: "s"), value[4] == UInt8(ascii: "e")
+            {
+                return false
+            }
+            return nil
+        }
+    }
+
+    /// The member at `index` when it is a non-negative integer of up to fifteen digits (exact as a `Double`), read
+    /// where it is; nil for any other value, which ``value(at:)`` reads.
+    package func smallInteger(at index: Int) -> Int64? {
+        withValue(at: index) { Self.smallInteger($0) }
+    }
+
+    /// Runs `body` on the JSON text of the member at `index`'s value. (Members' offsets count from the object's
+    /// start, so the object's bytes are rebased to zero before a member's range picks from them.)
+    private func withValue<T>(at index: Int, _ body: (UnsafeBufferPointer<UInt8>) -> T) -> T {
+        bytes.withUnsafeBufferPointer { whole in
+            body(UnsafeBufferPointer(rebasing: UnsafeBufferPointer(rebasing: whole[range])[members[index].value]))
+        }
+    }
+
+    private static func smallInteger(_ value: UnsafeBufferPointer<UInt8>) -> Int64? {
+        guard !value.isEmpty, value.count <= 15 else { return nil }
+        var result: Int64 = 0
+        for byte in value {
+            let digit = byte &- UInt8(ascii: "0")
+            guard digit < 10 else { return nil }
+            result = result * 10 + Int64(digit)
+        }
+        return result
+    }
+
+    /// Names looked up together (at most ``Found/capacity``): ``members(named:)`` compares each member's key with the
+    /// names of its length only, in one walk over the members, where a lookup by name walks them once per name.
+    package struct Names: Sendable {
+        /// A name's first eight bytes (as ``Member/keyPrefix``), its length, and where its bytes are in ``bytes``.
+        struct Entry: Sendable {
+            let prefix: UInt64
+            let count: Int
+            let offset: Int
+        }
+
+        let names: [String]
+        let entries: [Entry]
+        /// Every name's UTF-8, one after another.
+        let bytes: [UInt8]
+        /// The names' indexes by length: those of length `n` are `byLength[starts[n]..<starts[n + 1]]`. A key longer
+        /// than every name is compared with the longest names, and matches none of them.
+        let byLength: [Int]
+        let starts: [Int]
+
+        package init(_ names: [String]) {
+            precondition(names.count <= Found.capacity, "at most \(Found.capacity) names")
+            var entries: [Entry] = []
+            var bytes: [UInt8] = []
+            for name in names {
+                let utf8 = Array(name.utf8)
+                let prefix = utf8.withUnsafeBufferPointer { JSONObjectView.prefix($0) }
+                entries.append(Entry(prefix: prefix, count: utf8.count, offset: bytes.count))
+                bytes += utf8
+            }
+            self.names = names
+            self.entries = entries
+            self.bytes = bytes
+            let longest = entries.map(\.count).max() ?? 0
+            self.byLength = entries.indices.sorted { (entries[$0].count, $0) < (entries[$1].count, $1) }
+            self.starts = (0...(longest + 1)).map { length in entries.count { $0.count < length } }
+        }
+
+        package var count: Int { names.count }
+    }
+
+    /// Where the members of ``Names`` are: for each name (by its place in the list), the index of the member of that
+    /// name, or nil; what ``subscript(name:)`` would find by that name (keys are unique). Kept inline, not in an array.
+    package struct Found {
+        package static let capacity = 16
+        private var indexes: (Int, Int, Int, Int, Int, Int, Int, Int, Int, Int, Int, Int, Int, Int, Int, Int) = (
+            -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1
+        )
+
+        package subscript(name: Int) -> Int? {
+            precondition(name >= 0 && name < Self.capacity, "a name's place in its list")
+            let index = withUnsafeBytes(of: indexes) {
+                $0.load(fromByteOffset: name * MemoryLayout<Int>.stride, as: Int.self)
+            }
+            return index < 0 ? nil : index
+        }
+
+        fileprivate mutating func set(_ name: Int, _ index: Int) {
+            precondition(name >= 0 && name < Self.capacity, "a name's place in its list")
+            withUnsafeMutableBytes(of: &indexes) {
+                $0.storeBytes(of: index, toByteOffset: name * MemoryLayout<Int>.stride, as: Int.self)
             }
         }
+    }
+
+    /// Where the members named `names` are, found in one walk over the members.
+    package func members(named names: Names) -> Found {
+        var found = Found()
+        bytes.withUnsafeBufferPointer { whole in
+            let buffer = UnsafeBufferPointer(rebasing: whole[range])
+            names.entries.withUnsafeBufferPointer { entries in
+                names.bytes.withUnsafeBufferPointer { nameBytes in
+                    names.byLength.withUnsafeBufferPointer { byLength in
+                        names.starts.withUnsafeBufferPointer { starts in
+                            for (index, member) in members.enumerated() {
+                                if member.text >= 0 {
+                                    // A key with escapes or other than ASCII: compared as strings, as a lookup
+                                    // compares it.
+                                    let text = texts[member.text]
+                                    for name in entries.indices
+                                    where text.utf8.count == entries[name].count && text == names.names[name] {
+                                        found.set(name, index)
+                                        break
+                                    }
+                                    continue
+                                }
+                                let count = member.keyEnd - member.keyStart
+                                let length = min(count, starts.count - 2)
+                                for position in starts[length]..<starts[length + 1] {
+                                    let name = byLength[position]
+                                    let entry = entries[name]
+                                    guard entry.prefix == member.keyPrefix, entry.count == count else { continue }
+                                    var offset = 8
+                                    while offset < count,
+                                        buffer[member.keyStart + offset] == nameBytes[entry.offset + offset]
+                                    {
+                                        offset += 1
+                                    }
+                                    guard offset >= count else { continue }
+                                    found.set(name, index)
+                                    break
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        return found
     }
 
     /// The one of `candidates` that the member named `name` is a string equal to, or nil: when the member is a
@@ -482,7 +672,26 @@ package struct JSONObjectView: Sendable {
     /// Whether `text` is `string`'s UTF-8, byte for byte: how a plain string (``withPlainString(_:_:)``) is compared.
     static func text(_ text: UnsafeBufferPointer<UInt8>, is string: String) -> Bool {
         var string = string
-        return string.withUTF8 { $0.count == text.count && $0.elementsEqual(text) }
+        return string.withUTF8 { $0.count == text.count && sameBytes($0, text) }
+    }
+
+    /// Whether two buffers of one length hold the same bytes, compared eight at a time (`elementsEqual` compared
+    /// them one by one, through the general sequence comparison).
+    static func sameBytes(_ lhs: UnsafeBufferPointer<UInt8>, _ rhs: UnsafeBufferPointer<UInt8>) -> Bool {
+        precondition(lhs.count == rhs.count, "buffers of one length")
+        guard let left = lhs.baseAddress, let right = rhs.baseAddress else { return true }
+        var offset = 0
+        while offset + 8 <= lhs.count {
+            let a = UnsafeRawPointer(left + offset).loadUnaligned(as: UInt64.self)
+            let b = UnsafeRawPointer(right + offset).loadUnaligned(as: UInt64.self)
+            guard a == b else { return false }
+            offset += 8
+        }
+        while offset < lhs.count {
+            guard left[offset] == right[offset] else { return false }
+            offset += 1
+        }
+        return true
     }
 
     /// The member named `name` as a `Double`, as `self[name]?.doubleValue` reads it: a non-negative integer of up to
@@ -490,15 +699,7 @@ package struct JSONObjectView: Sendable {
     /// for it; any other value the usual way.
     package func number(_ name: String) -> Double? {
         let integer = withMember(named: name) { buffer, member -> Double? in
-            let value = UnsafeBufferPointer(rebasing: buffer[member.value])
-            guard !value.isEmpty, value.count <= 15 else { return nil }
-            var result: Int64 = 0
-            for byte in value {
-                let digit = byte &- UInt8(ascii: "0")
-                guard digit < 10 else { return nil }
-                result = result * 10 + Int64(digit)
-            }
-            return Double(result)
+            Self.smallInteger(UnsafeBufferPointer(rebasing: buffer[member.value])).map(Double.init)
         }
         return integer ?? self[name]?.doubleValue
     }
