@@ -234,6 +234,12 @@ struct ParserFuzzTests {
             #"{"é":1,"e\u0301":2}"#, #"{"a":1,"a":2}"#, #" { "a" : [ 1 , { "b" : null } ] } "#, "{}", "[]", "",
             #"{"a":1}x"#, #"{"a":"\ud800"}"#, #"{"a\ud800":1}"#, #"{"a":"x\u0000"}"#, #"{"a":01}"#, #"{"a":-}"#,
             #"{"a":"tab\there"}"#, "{\"a\":\"raw\ttab\"}", #"{"ключ":"значение","k":"v"}"#,
+            // Keys that share their first eight bytes and length but differ after them; a duplicate after many
+            // keys, after one key that is not plain, and of a key that is not plain.
+            #"{"abcdefgh1":1,"abcdefgh2":2,"abcdefgh1":3}"#, #"{"abcdefgh1":1,"abcdefgh2":2}"#,
+            "{" + (0..<40).map { #""k\#($0)":\#($0)"# }.joined(separator: ",") + #","k17":1}"#,
+            "{" + (0..<40).map { #""k\#($0)":\#($0)"# }.joined(separator: ",") + "}",
+            #"{"\u006b":1,"a":2,"b":3,"a":4}"#, #"{"a":1,"b":2,"\u0061":3}"#, #"{"a":1,"\u0062":2,"b":3}"#,
         ].map { Array($0.utf8) }
         documents += realClaims
         for round in 0..<4_000 {

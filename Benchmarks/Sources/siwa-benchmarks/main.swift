@@ -39,7 +39,18 @@ struct Measured {
 /// Measures every operation in `rounds` slices of `seconds / rounds`, taking turns (A B C A B C ...), so that a change
 /// in the machine's speed during the run (another process, the CPU's clock) falls on all of them alike. Prints each
 /// one's median rate and range, and returns the rates per round, by operation.
-nonisolated func measureInTurns(_ operations: [Measured], seconds: Double, rounds: Int) async throws -> [[Double]] {
+/// How ``measureInTurns(_:seconds:rounds:unit:)`` prints a figure.
+enum Unit {
+    case rate
+    case nanoseconds
+}
+
+nonisolated func measureInTurns(
+    _ operations: [Measured],
+    seconds: Double,
+    rounds: Int,
+    unit: Unit = .rate
+) async throws -> [[Double]] {
     for operation in operations {
         for _ in 0..<200 { try await operation.body() }  // warm up
     }
@@ -51,7 +62,16 @@ nonisolated func measureInTurns(_ operations: [Measured], seconds: Double, round
     }
     for (operation, measured) in zip(operations, rates) {
         let name = operation.name + String(repeating: " ", count: max(0, 52 - operation.name.count))
-        print("\(name) \(Int(median(measured).rounded())) /s (\(Int(measured.min()!)) to \(Int(measured.max()!)))")
+        switch unit {
+        case .rate:
+            print("\(name) \(Int(median(measured).rounded())) /s (\(Int(measured.min()!)) to \(Int(measured.max()!)))")
+        case .nanoseconds:
+            let nanoseconds = { (rate: Double) in Int((1e9 / rate).rounded()) }
+            print(
+                "\(name) \(nanoseconds(median(measured))) ns "
+                    + "(\(nanoseconds(measured.max()!)) to \(nanoseconds(measured.min()!)))"
+            )
+        }
     }
     return rates
 }
@@ -119,6 +139,29 @@ nonisolated func runBenchmarks() async throws {
     )
     let secrets = ClientSecretFactory(credentials: credentials, lifetime: 3600)
 
+    if CommandLine.arguments.count > 2, CommandLine.arguments[2] == "stages" {
+        // What each stage of a verification costs, beside the raw check and the whole verification, in turns:
+        // nanoseconds per run, median and range of the rounds.
+        var stages = try await VerificationStages.stages(of: token, verifier: verifier, expectedNonce: "bench-nonce")
+        stages.insert(
+            (
+                "raw RSA check with its SHA-256 (the reference)",
+                { precondition(publicKey.isValidSignature(signature, for: signingInput, padding: .insecurePKCS1v1_5)) }
+            ),
+            at: 0
+        )
+        let measured =
+            stages.map { stage in Measured(name: stage.name) { try stage.run() } }
+            + [
+                Measured(name: "the whole verification") {
+                    _ = try await verifier.verify(token, expectedNonce: "bench-nonce")
+                },
+                Measured(name: "nothing (the harness's own cost per run)") {},
+            ]
+        print("siwa verification stages: \(seconds) s per figure in 10 turns, one thread; ns per run")
+        _ = try await measureInTurns(measured, seconds: seconds, rounds: 10, unit: .nanoseconds)
+        exit(0)
+    }
     if CommandLine.arguments.count > 2, ["siwa-only", "raw-only"].contains(CommandLine.arguments[2]) {
         // For profilers and counters (`perf record`, `perf stat` with a probe on malloc): one path alone, a fixed
         // number of times (the third argument, 20,000 by default).

@@ -323,19 +323,28 @@ package struct JSONReader {
             index += 1
             return members
         }
+        // One bit per plain key read so far, picked by its first bytes and length: a plain key whose bit is clear
+        // is no earlier plain key, and needs no comparison with each of them (a claims object has a dozen keys).
+        // A key that is not plain may equal any key as a string, so while there is one, every key is compared.
+        var plainKeyBits: UInt64 = 0
         while true {
             skipWhitespace()
             guard index < buffer.count, buffer[index] == UInt8(ascii: "\"") else { throw failure("expected a key") }
             let keyOffset = index
             var key = JSONObjectView.Member(keyStart: keyOffset + 1, keyEnd: 0, keyPrefix: 0, text: -1, value: 0..<0)
+            var bit: UInt64 = 0
             if let end = scanPlainString() {
                 key.keyEnd = end
                 key.keyPrefix = JSONObjectView.prefix(UnsafeBufferPointer(rebasing: buffer[key.keyStart..<end]))
+                // (In Swift `>>` binds tighter than `&*`: the product is parenthesised.)
+                bit = 1 << (((key.keyPrefix &+ UInt64(end - key.keyStart)) &* 0x9E37_79B9_7F4A_7C15) >> 58)
             } else {
                 key.text = texts.count
                 texts.append(try readString())
             }
-            if members.contains(where: { JSONObjectView.sameKey($0, key, buffer, texts) }) {
+            if texts.isEmpty && plainKeyBits & bit == 0 {
+                plainKeyBits |= bit
+            } else if members.contains(where: { JSONObjectView.sameKey($0, key, buffer, texts) }) {
                 throw Failure(reason: "duplicate key", offset: keyOffset)
             }
             try readColon()
