@@ -24,6 +24,39 @@ struct Base64URLTests {
         }
     }
 
+    /// Long inputs are decoded four characters at a time through the pre-shifted tables: a character outside the
+    /// alphabet is refused at every position, in the groups the fast loop reads and in the tail after them.
+    @Test(arguments: [45, 46, 47])
+    func aBadCharacterAnywhereInALongInputIsRefused(length: Int) {
+        let bytes = (0..<length).map { UInt8(truncatingIfNeeded: $0 * 37 + 11) }
+        let encoded = Array(Base64URL.encode(bytes).utf8)
+        #expect(Base64URL.decode(encoded) == bytes)
+        for position in encoded.indices {
+            for bad: UInt8 in [0x2B, 0x2F, 0x3D, 0x20, 0x00, 0x7F, 0x80, 0xC3, 0xFF] {
+                var text = encoded
+                text[position] = bad
+                #expect(Base64URL.decode(text) == nil, "\(bad) at \(position) of \(encoded.count)")
+            }
+        }
+    }
+
+    /// The fast loop stores each group as four bytes, the fourth of which the next group overwrites: nothing is ever
+    /// written past the bytes the input decodes to (a token's parts are decoded side by side into one buffer).
+    @Test func decodingWritesNothingPastItsOutput() {
+        for length in 0...60 {
+            let bytes = (0..<length).map { UInt8(truncatingIfNeeded: $0 * 91 + 7) }
+            let text = Array(Base64URL.encode(bytes).utf8)
+            let count = Base64URL.decodedCount(text.count)!
+            var buffer = [UInt8](repeating: 0xAA, count: count + 8)
+            let decoded = buffer.withUnsafeMutableBufferPointer { out in
+                text.withUnsafeBufferPointer { Base64URL.decode($0, into: out.baseAddress) }
+            }
+            #expect(decoded, "length \(length)")
+            #expect(Array(buffer[..<count]) == bytes, "length \(length)")
+            #expect(buffer[count...].allSatisfy { $0 == 0xAA }, "length \(length)")
+        }
+    }
+
     @Test func rfc4648Vectors() {
         let vectors = [
             ("", ""), ("f", "Zg"), ("fo", "Zm8"), ("foo", "Zm9v"), ("foob", "Zm9vYg"), ("fooba", "Zm9vYmE"),

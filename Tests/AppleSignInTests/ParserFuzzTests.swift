@@ -284,6 +284,17 @@ struct ParserFuzzTests {
                     where !members.contains(where: { $0.hasKey(absent) }) {
                         #expect(view[absent] == nil, "\(absent) in \(label)")
                     }
+                    // Names looked up together, in one walk, find what each finds by itself: keys of the object
+                    // and near names, up to sixteen, in any order.
+                    var together: [String] = []
+                    for name in (members.map(\.key) + near + ["nope", ""]).shuffled(using: &random)
+                    where together.count < JSONObjectView.Found.capacity && !together.contains(name) {
+                        together.append(name)
+                    }
+                    let found = view.members(named: JSONObjectView.Names(together))
+                    for (place, name) in together.enumerated() {
+                        #expect(found[place].flatMap(view.value(at:)) == view[name], "\(name) in \(label)")
+                    }
                 case (.failure(let tree), .failure(let view)):
                     #expect("\(tree)" == "\(view)", "\(label)")
                 case (let tree, let view):

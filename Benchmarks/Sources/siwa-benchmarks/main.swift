@@ -36,15 +36,15 @@ struct Measured {
     let body: () async throws -> Void
 }
 
-/// Measures every operation in `rounds` slices of `seconds / rounds`, taking turns (A B C A B C ...), so that a change
-/// in the machine's speed during the run (another process, the CPU's clock) falls on all of them alike. Prints each
-/// one's median rate and range, and returns the rates per round, by operation.
 /// How ``measureInTurns(_:seconds:rounds:unit:)`` prints a figure.
 enum Unit {
     case rate
     case nanoseconds
 }
 
+/// Measures every operation in `rounds` slices of `seconds / rounds`, taking turns (A B C A B C ...), so that a change
+/// in the machine's speed during the run (another process, the CPU's clock) falls on all of them alike. Prints each
+/// one's median rate and range, and returns the rates per round, by operation.
 nonisolated func measureInTurns(
     _ operations: [Measured],
     seconds: Double,

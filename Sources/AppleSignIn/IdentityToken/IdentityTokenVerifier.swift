@@ -122,8 +122,8 @@ extension IdentityToken {
         let atHash = try claims.optionalString(at: at(.atHash), Claim.atHash.name)
         var realUserStatus: RealUserStatus?
         if let index = at(.realUserStatus) {
-            if let value = claims.smallInteger(at: index) {
-                realUserStatus = RealUserStatus(rawValue: Int(value))
+            if let value = claims.smallInteger(at: index), let int = Int(exactly: value) {
+                realUserStatus = RealUserStatus(rawValue: int)
             } else {
                 guard let value = claims.value(at: index)?.int64Value, let int = Int(exactly: value) else {
                     throw .malformed("claim 'real_user_status' is not an integer")

@@ -24,6 +24,12 @@ public final class AppleKeyCache: Sendable {
         var fetching = false
         var waiters: [CheckedContinuation<Void, Never>] = []
         var fetchCount = 0
+
+        /// The key named `kid` while the set has not aged out (`now` before its expiry).
+        func freshKey(_ kid: String, now: Date) -> AppleSigningKey? {
+            guard let key = keys[kid], let expiresAt, now < expiresAt else { return nil }
+            return key
+        }
     }
 
     private enum Step {
@@ -99,10 +105,7 @@ public final class AppleKeyCache: Sendable {
     /// The key named `kid` when the cache holds it and the set has not aged out; nil when ``key(for:)`` has to decide
     /// (fetch, wait, serve a stale key or fail). The path of nearly every token, without an async call.
     package func freshKey(for kid: String) -> AppleSigningKey? {
-        state.withLock { state in
-            guard let key = state.keys[kid], let expiresAt = state.expiresAt, clock.now < expiresAt else { return nil }
-            return key
-        }
+        state.withLock { state in state.freshKey(kid, now: clock.now) }
     }
 
     private func isRateLimited(_ state: State, now: Date) -> Bool {
@@ -114,8 +117,8 @@ public final class AppleKeyCache: Sendable {
     private func nextStep(for kid: String, mayFetch: Bool) -> Step {
         state.withLock { state in
             let now = clock.now
+            if let key = state.freshKey(kid, now: now) { return .found(key) }
             let key = state.keys[kid]
-            if let key, let expiresAt = state.expiresAt, now < expiresAt { return .found(key) }
             if state.fetching {
                 // Serve a stale known key rather than wait; wait only for a key we do not have.
                 if let key { return .found(key) }

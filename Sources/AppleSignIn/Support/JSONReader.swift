@@ -327,6 +327,7 @@ package struct JSONReader {
         // is no earlier plain key, and needs no comparison with each of them (a claims object has a dozen keys).
         // A key that is not plain may equal any key as a string, so while there is one, every key is compared.
         var plainKeyBits: UInt64 = 0
+        var sawKeyNotPlain = false
         while true {
             skipWhitespace()
             guard index < buffer.count, buffer[index] == UInt8(ascii: "\"") else { throw failure("expected a key") }
@@ -336,13 +337,15 @@ package struct JSONReader {
             if let end = scanPlainString() {
                 key.keyEnd = end
                 key.keyPrefix = JSONObjectView.prefix(UnsafeBufferPointer(rebasing: buffer[key.keyStart..<end]))
-                // (In Swift `>>` binds tighter than `&*`: the product is parenthesised.)
-                bit = 1 << (((key.keyPrefix &+ UInt64(end - key.keyStart)) &* 0x9E37_79B9_7F4A_7C15) >> 58)
+                // (In Swift `>>` binds tighter than `&*`: the product is parenthesised. `&<<` masks its shift,
+                // so the bit is never zero, which would let every key through unchecked.)
+                bit = 1 &<< (((key.keyPrefix &+ UInt64(end - key.keyStart)) &* 0x9E37_79B9_7F4A_7C15) >> 58)
             } else {
                 key.text = texts.count
                 texts.append(try readString())
+                sawKeyNotPlain = true
             }
-            if texts.isEmpty && plainKeyBits & bit == 0 {
+            if !sawKeyNotPlain && bit != 0 && plainKeyBits & bit == 0 {
                 plainKeyBits |= bit
             } else if members.contains(where: { JSONObjectView.sameKey($0, key, buffer, texts) }) {
                 throw Failure(reason: "duplicate key", offset: keyOffset)
@@ -477,9 +480,7 @@ package struct JSONObjectView: Sendable {
     /// those bytes without going through a ``JSONValue``; nil for any other value, which ``value(at:)`` reads.
     package func plainString(at index: Int) -> String? {
         withValue(at: index) { value -> String? in
-            var reader = JSONReader(buffer: value)
-            guard value.first == UInt8(ascii: "\""), let end = reader.scanPlainString() else { return nil }
-            return String(decoding: UnsafeBufferPointer(rebasing: value[1..<end]), as: UTF8.self)
+            Self.plainText(value).map { String(decoding: $0, as: UTF8.self) }
         }
     }
 
@@ -547,6 +548,7 @@ package struct JSONObjectView: Sendable {
 
         package init(_ names: [String]) {
             precondition(names.count <= Found.capacity, "at most \(Found.capacity) names")
+            precondition(Set(names).count == names.count, "each name once: a second one would never be found")
             var entries: [Entry] = []
             var bytes: [UInt8] = []
             for name in names {
@@ -599,33 +601,35 @@ package struct JSONObjectView: Sendable {
                 names.bytes.withUnsafeBufferPointer { nameBytes in
                     names.byLength.withUnsafeBufferPointer { byLength in
                         names.starts.withUnsafeBufferPointer { starts in
+                            func matches(_ member: Member, _ name: Int) -> Bool {
+                                let entry = entries[name]
+                                let bytes = UnsafeBufferPointer(
+                                    rebasing: nameBytes[entry.offset..<(entry.offset + entry.count)]
+                                )
+                                return key(
+                                    of: member,
+                                    in: buffer,
+                                    is: names.names[name],
+                                    bytes: bytes,
+                                    prefix: entry.prefix
+                                )
+                            }
                             for (index, member) in members.enumerated() {
-                                if member.text >= 0 {
-                                    // A key with escapes or other than ASCII: compared as strings, as a lookup
-                                    // compares it.
-                                    let text = texts[member.text]
-                                    for name in entries.indices
-                                    where text.utf8.count == entries[name].count && text == names.names[name] {
+                                // A key with escapes or other than ASCII may be any name (compared as strings, as a
+                                // lookup compares it); a plain key only one of its length.
+                                let candidates =
+                                    member.text >= 0
+                                    ? 0..<entries.count
+                                    : {
+                                        let length = min(member.keyEnd - member.keyStart, starts.count - 2)
+                                        return starts[length]..<starts[length + 1]
+                                    }()
+                                for position in candidates {
+                                    let name = member.text >= 0 ? position : byLength[position]
+                                    if matches(member, name) {
                                         found.set(name, index)
                                         break
                                     }
-                                    continue
-                                }
-                                let count = member.keyEnd - member.keyStart
-                                let length = min(count, starts.count - 2)
-                                for position in starts[length]..<starts[length + 1] {
-                                    let name = byLength[position]
-                                    let entry = entries[name]
-                                    guard entry.prefix == member.keyPrefix, entry.count == count else { continue }
-                                    var offset = 8
-                                    while offset < count,
-                                        buffer[member.keyStart + offset] == nameBytes[entry.offset + offset]
-                                    {
-                                        offset += 1
-                                    }
-                                    guard offset >= count else { continue }
-                                    found.set(name, index)
-                                    break
                                 }
                             }
                         }
@@ -670,12 +674,39 @@ package struct JSONObjectView: Sendable {
     /// be ASCII goes the usual way too when it finds no match.
     package func withPlainString<T>(_ name: String, _ body: (UnsafeBufferPointer<UInt8>) -> T) -> PlainString<T> {
         let found = withMember(named: name) { buffer, member -> PlainString<T>? in
-            let value = UnsafeBufferPointer(rebasing: buffer[member.value])
-            var reader = JSONReader(buffer: value)
-            guard value.first == UInt8(ascii: "\""), let end = reader.scanPlainString() else { return .notPlain }
-            return .plain(body(UnsafeBufferPointer(rebasing: value[1..<end])))
+            guard let text = Self.plainText(UnsafeBufferPointer(rebasing: buffer[member.value])) else {
+                return .notPlain
+            }
+            return .plain(body(text))
         }
         return found ?? .absent
+    }
+
+    /// The text of a value that is a string in ASCII without escapes (the bytes between its quotes), or nil.
+    private static func plainText(_ value: UnsafeBufferPointer<UInt8>) -> UnsafeBufferPointer<UInt8>? {
+        var reader = JSONReader(buffer: value)
+        guard value.first == UInt8(ascii: "\""), let end = reader.scanPlainString() else { return nil }
+        return UnsafeBufferPointer(rebasing: value[1..<end])
+    }
+
+    /// Whether `member`'s key is the name whose UTF-8 is `nameBytes` (first eight bytes `namePrefix`): a plain key by
+    /// its bytes, any other by `String`'s equality, as ``JSONMember/hasKey(_:)`` decides.
+    @inline(__always)
+    private func key(
+        of member: Member,
+        in buffer: UnsafeBufferPointer<UInt8>,
+        is name: String,
+        bytes nameBytes: UnsafeBufferPointer<UInt8>,
+        prefix namePrefix: UInt64
+    ) -> Bool {
+        if member.text >= 0 {
+            let text = texts[member.text]
+            return text.utf8.count == nameBytes.count && text == name
+        }
+        guard member.keyPrefix == namePrefix, member.keyEnd - member.keyStart == nameBytes.count else { return false }
+        var offset = 8
+        while offset < nameBytes.count, buffer[member.keyStart + offset] == nameBytes[offset] { offset += 1 }
+        return offset >= nameBytes.count
     }
 
     /// Whether `text` is `string`'s UTF-8, byte for byte: how a plain string (``withPlainString(_:_:)``) is compared.
@@ -723,19 +754,8 @@ package struct JSONObjectView: Sendable {
             let namePrefix = Self.prefix(nameBytes)
             return bytes.withUnsafeBufferPointer { whole -> T? in
                 let buffer = UnsafeBufferPointer(rebasing: whole[range])
-                for member in members {
-                    if member.text < 0 {
-                        guard member.keyPrefix == namePrefix, member.keyEnd - member.keyStart == nameBytes.count
-                        else { continue }
-                        var offset = 8
-                        while offset < nameBytes.count, buffer[member.keyStart + offset] == nameBytes[offset] {
-                            offset += 1
-                        }
-                        guard offset >= nameBytes.count else { continue }
-                    } else {
-                        let text = texts[member.text]
-                        guard text.utf8.count == nameBytes.count, text == name else { continue }
-                    }
+                for member in members
+                where key(of: member, in: buffer, is: name, bytes: nameBytes, prefix: namePrefix) {
                     return body(buffer, member)
                 }
                 return nil
@@ -758,7 +778,10 @@ package struct JSONObjectView: Sendable {
     static func sameKey(_ lhs: Member, _ rhs: Member, _ buffer: UnsafeBufferPointer<UInt8>, _ texts: [String]) -> Bool {
         if lhs.text < 0 && rhs.text < 0 {
             return lhs.keyPrefix == rhs.keyPrefix && lhs.keyEnd - lhs.keyStart == rhs.keyEnd - rhs.keyStart
-                && buffer[lhs.keyStart..<lhs.keyEnd].elementsEqual(buffer[rhs.keyStart..<rhs.keyEnd])
+                && sameBytes(
+                    UnsafeBufferPointer(rebasing: buffer[lhs.keyStart..<lhs.keyEnd]),
+                    UnsafeBufferPointer(rebasing: buffer[rhs.keyStart..<rhs.keyEnd])
+                )
         }
         guard byteCount(lhs, texts) == byteCount(rhs, texts) else { return false }
         return text(lhs, buffer, texts) == text(rhs, buffer, texts)
