@@ -530,42 +530,42 @@ package struct JSONObjectView: Sendable {
     /// Names looked up together (at most ``Found/capacity``): ``members(named:)`` compares each member's key with the
     /// names of its length only, in one walk over the members, where a lookup by name walks them once per name.
     package struct Names: Sendable {
-        /// A name's first eight bytes (as ``Member/keyPrefix``), its length, and where its bytes are in ``bytes``.
+        /// A name: its place in the list (its slot in ``Found``), its first eight bytes (as ``Member/keyPrefix``), its
+        /// length, and where its bytes are in ``bytes``.
         struct Entry: Sendable {
+            let slot: Int
             let prefix: UInt64
             let count: Int
             let offset: Int
         }
 
+        /// The names in the order given (a key that is not plain is compared with each as a string).
         let names: [String]
+        /// The names ordered by length: those of length `n` are `entries[starts[n]..<starts[n + 1]]`. A key longer
+        /// than every name is compared with the longest names, and matches none of them.
         let entries: [Entry]
+        let starts: [Int]
         /// Every name's UTF-8, one after another.
         let bytes: [UInt8]
-        /// The names' indexes by length: those of length `n` are `byLength[starts[n]..<starts[n + 1]]`. A key longer
-        /// than every name is compared with the longest names, and matches none of them.
-        let byLength: [Int]
-        let starts: [Int]
 
         package init(_ names: [String]) {
             precondition(names.count <= Found.capacity, "at most \(Found.capacity) names")
             precondition(Set(names).count == names.count, "each name once: a second one would never be found")
             var entries: [Entry] = []
             var bytes: [UInt8] = []
-            for name in names {
+            for (slot, name) in names.enumerated() {
                 let utf8 = Array(name.utf8)
                 let prefix = utf8.withUnsafeBufferPointer { JSONObjectView.prefix($0) }
-                entries.append(Entry(prefix: prefix, count: utf8.count, offset: bytes.count))
+                entries.append(Entry(slot: slot, prefix: prefix, count: utf8.count, offset: bytes.count))
                 bytes += utf8
             }
+            entries.sort { ($0.count, $0.slot) < ($1.count, $1.slot) }
+            let longest = entries.last?.count ?? 0
             self.names = names
             self.entries = entries
-            self.bytes = bytes
-            let longest = entries.map(\.count).max() ?? 0
-            self.byLength = entries.indices.sorted { (entries[$0].count, $0) < (entries[$1].count, $1) }
             self.starts = (0...(longest + 1)).map { length in entries.count { $0.count < length } }
+            self.bytes = bytes
         }
-
-        package var count: Int { names.count }
     }
 
     /// Where the members of ``Names`` are: for each name (by its place in the list), the index of the member of that
@@ -599,38 +599,22 @@ package struct JSONObjectView: Sendable {
             let buffer = UnsafeBufferPointer(rebasing: whole[range])
             names.entries.withUnsafeBufferPointer { entries in
                 names.bytes.withUnsafeBufferPointer { nameBytes in
-                    names.byLength.withUnsafeBufferPointer { byLength in
-                        names.starts.withUnsafeBufferPointer { starts in
-                            func matches(_ member: Member, _ name: Int) -> Bool {
-                                let entry = entries[name]
-                                let bytes = UnsafeBufferPointer(
-                                    rebasing: nameBytes[entry.offset..<(entry.offset + entry.count)]
-                                )
-                                return key(
-                                    of: member,
-                                    in: buffer,
-                                    is: names.names[name],
-                                    bytes: bytes,
-                                    prefix: entry.prefix
-                                )
-                            }
-                            for (index, member) in members.enumerated() {
-                                // A key with escapes or other than ASCII may be any name (compared as strings, as a
-                                // lookup compares it); a plain key only one of its length.
-                                let candidates =
-                                    member.text >= 0
-                                    ? 0..<entries.count
-                                    : {
-                                        let length = min(member.keyEnd - member.keyStart, starts.count - 2)
-                                        return starts[length]..<starts[length + 1]
-                                    }()
-                                for position in candidates {
-                                    let name = member.text >= 0 ? position : byLength[position]
-                                    if matches(member, name) {
-                                        found.set(name, index)
-                                        break
-                                    }
-                                }
+                    for (index, member) in members.enumerated() {
+                        // A key with escapes or other than ASCII may be any name (compared as strings, as a lookup
+                        // compares it); a plain key only one of its length.
+                        var candidates = 0..<entries.count
+                        if member.text < 0 {
+                            let length = min(member.keyEnd - member.keyStart, names.starts.count - 2)
+                            candidates = names.starts[length]..<names.starts[length + 1]
+                        }
+                        for entry in entries[candidates] {
+                            let bytes = UnsafeBufferPointer(
+                                rebasing: nameBytes[entry.offset..<(entry.offset + entry.count)]
+                            )
+                            let name = names.names[entry.slot]
+                            if key(of: member, in: buffer, is: name, bytes: bytes, prefix: entry.prefix) {
+                                found.set(entry.slot, index)
+                                break
                             }
                         }
                     }
