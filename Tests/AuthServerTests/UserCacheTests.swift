@@ -1,11 +1,13 @@
 import AccountStore
 import AppleSignIn
-import AuthServer
 import Foundation
 import HTTPTypes
+import HummingbirdCore
 import HummingbirdTesting
 import SiwaTesting
 import Testing
+
+@testable import AuthServer
 
 /// `GET /api/me` answers from the in-memory user cache; these tests pin down how fresh it stays.
 @Suite("Server: user cache")
@@ -154,6 +156,19 @@ struct SessionResponseEncodingTests {
         let written = try JSONSerialization.jsonObject(with: Data(response.jsonBytes)) as? NSDictionary
         #expect(written == expected)
         #expect(written?["tokenType"] as? String == "Bearer")
+        // A sign-in answers the user object the cache encoded (`UserCache.update`) in place of `user`.
+        guard withUser else { return }
+        var withoutUser = response
+        withoutUser.user = nil
+        let entry = UserCache().update(user)
+        let fromCache =
+            try JSONSerialization.jsonObject(
+                with: Data(withoutUser.jsonBytes(userJSON: entry.json))
+            ) as? NSDictionary
+        #expect(fromCache == expected)
+        let answered = withoutUser.response(userJSON: entry.json)
+        #expect(answered.headers[.contentType] == "application/json; charset=utf-8")
+        #expect(answered.headers[.cacheControl] == "no-store")
     }
 }
 

@@ -3,14 +3,25 @@ package enum Hex {
     /// The lower-case digits, by value.
     package static let digits = Array("0123456789abcdef".utf8)
 
-    /// `bytes` as lower-case hex.
+    /// `bytes` as lower-case hex, written straight into the string's storage (a refresh token's hash is written on
+    /// every sign-in and refresh).
     package static func encode(_ bytes: some Sequence<UInt8>) -> String {
-        var out: [UInt8] = []
-        for byte in bytes {
-            out.append(digits[Int(byte >> 4)])
-            out.append(digits[Int(byte & 0x0F)])
+        if let text = bytes.withContiguousStorageIfAvailable(encode(buffer:)) { return text }
+        return Array(bytes).withUnsafeBufferPointer(encode(buffer:))
+    }
+
+    private static func encode(buffer bytes: UnsafeBufferPointer<UInt8>) -> String {
+        String(unsafeUninitializedCapacity: bytes.count * 2) { text in
+            digits.withUnsafeBufferPointer { digits in
+                var written = 0
+                for byte in bytes {
+                    text[written] = digits[Int(byte &>> 4)]
+                    text[written + 1] = digits[Int(byte & 0x0F)]
+                    written += 2
+                }
+                return written
+            }
         }
-        return String(decoding: out, as: UTF8.self)
     }
 
     /// The bytes of a hex string (either case), or `nil`.

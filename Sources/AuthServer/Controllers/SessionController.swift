@@ -46,7 +46,7 @@ struct SessionController: Sendable {
         api.get("/me", use: me)
     }
 
-    @Sendable func native(_ request: Request, context: SiwaRequestContext) async throws -> SessionResponse {
+    @Sendable func native(_ request: Request, context: SiwaRequestContext) async throws -> Response {
         let body = try await request.decodeJSON(NativeSignInRequest.self, limit: configuration.maximumBodySize)
         guard !body.identityToken.isEmpty else {
             throw AuthServerError.badRequest(AuthServerError.Code.missingField, "field 'identityToken' is required")
@@ -62,13 +62,13 @@ struct SessionController: Sendable {
             redirectURI: configuration.webCallbackURL,
             origin: SessionOrigin(request, context: context, configuration: configuration)
         )
+        // `user` as the user cache keeps it, encoded once.
         return SessionResponse(
             accessToken: signedIn.accessToken,
             expiresIn: signedIn.expiresIn,
             refreshToken: signedIn.refreshToken,
-            isNewUser: signedIn.isNewUser,
-            user: UserResponse(signedIn.user)
-        )
+            isNewUser: signedIn.isNewUser
+        ).response(userJSON: signedIn.userJSON)
     }
 
     @Sendable func nonce(_ request: Request, context: SiwaRequestContext) async throws -> NonceResponse {

@@ -313,8 +313,10 @@ public final class SessionService: Sendable {
         return entry
     }
 
-    /// Keeps the cache current with an account a sign-in wrote.
-    func signedIn(_ user: UserRecord) {
+    /// Keeps the cache current with an account a sign-in wrote; returns its entry (the account's `user` object
+    /// encoded once, for the cache and the sign-in's answer).
+    @discardableResult
+    func signedIn(_ user: UserRecord) -> UserCache.Entry {
         users.update(user)
     }
 

@@ -4,6 +4,7 @@ import Crypto
 import Foundation
 import HTTPTypes
 public import Logging
+public import NIOCore
 
 /// Turns a verified Apple sign-in into a siwa account and session. Shared by the native, web and compatibility
 /// routes, so that there is one implementation of sign-in.
@@ -54,6 +55,8 @@ struct SignInService: Sendable {
         public var accessToken: String
         public var expiresIn: Int
         public var refreshToken: String
+        /// `user` as JSON, the object `GET /api/me` answers (encoded once, for the user cache and this answer).
+        public var userJSON: ByteBuffer
     }
 
     /// Verifies the identity token (and nonce), exchanges the code when given, finds or creates the account and
@@ -157,7 +160,7 @@ struct SignInService: Sendable {
             )
         }
         metrics?.signIn(flow: flow, isNewUser: outcome.isNewUser)
-        sessions.signedIn(outcome.user)
+        let cached = sessions.signedIn(outcome.user)
         logger.info(
             "signed in",
             metadata: ["user": "\(outcome.user.id)", "new": "\(outcome.isNewUser)", "client": "\(token.aud)"]
@@ -168,7 +171,8 @@ struct SignInService: Sendable {
             sessionID: session.record.sessionID,
             accessToken: access.token,
             expiresIn: access.expiresIn,
-            refreshToken: session.refreshToken
+            refreshToken: session.refreshToken,
+            userJSON: cached.json
         )
     }
 

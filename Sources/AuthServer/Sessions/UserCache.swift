@@ -57,13 +57,17 @@ public final class UserCache: Sendable {
         return entry
     }
 
-    /// Keeps an account this instance just wrote.
-    public func update(_ user: UserRecord) {
+    /// Keeps an account this instance just wrote, and returns its entry: a sign-in answers the `user` object this
+    /// encoded (encoded once, before the lock is taken).
+    @discardableResult
+    public func update(_ user: UserRecord) -> Entry {
+        let entry = Entry(user)
         state.withLock { state in
             state.generation &+= 1
             if state.users.count >= capacity { state.users.removeAll(keepingCapacity: true) }
-            state.users[user.id] = Entry(user)
+            state.users[user.id] = entry
         }
+        return entry
     }
 
     /// Forgets an account (changed or deleted).

@@ -116,7 +116,11 @@ public struct SessionResponse: ResponseGenerator, Encodable {
 
 extension SessionResponse {
     /// Written directly (the document `JSONEncoder` writes, without its cost on every sign-in and refresh).
-    public var jsonBytes: [UInt8] {
+    public var jsonBytes: [UInt8] { jsonBytes(userJSON: nil) }
+
+    /// The document, with `userJSON` (the account's `user` object as the user cache keeps it) as `user` when given,
+    /// in place of ``user``.
+    func jsonBytes(userJSON: ByteBuffer?) -> [UInt8] {
         var out: [UInt8] = []
         out.reserveCapacity(768)
         out.append(contentsOf: #"{"accessToken":"#.utf8)
@@ -128,7 +132,10 @@ extension SessionResponse {
         out.append(contentsOf: #","refreshToken":"#.utf8)
         JSONWriter.appendString(refreshToken, to: &out)
         if let isNewUser { out.append(contentsOf: (isNewUser ? #","isNewUser":true"# : #","isNewUser":false"#).utf8) }
-        if let user {
+        if let userJSON {
+            out.append(contentsOf: #","user":"#.utf8)
+            out.append(contentsOf: userJSON.readableBytesView)
+        } else if let user {
             out.append(contentsOf: #","user":"#.utf8)
             out.append(contentsOf: user.jsonBytes)
         }
@@ -137,10 +144,15 @@ extension SessionResponse {
     }
 
     public func response(from request: Request, context: some RequestContext) throws -> Response {
+        response(userJSON: nil)
+    }
+
+    /// The answer, with `userJSON` as `user` when given (see ``jsonBytes(userJSON:)``).
+    func response(userJSON: ByteBuffer?) -> Response {
         Response(
             status: .ok,
             headers: [.contentType: "application/json; charset=utf-8", .cacheControl: "no-store"],
-            body: .init(byteBuffer: ByteBuffer(bytes: jsonBytes))
+            body: .init(byteBuffer: ByteBuffer(bytes: jsonBytes(userJSON: userJSON)))
         )
     }
 }
