@@ -1,6 +1,7 @@
 import AccountStore
 import AccountStoreSQL
 import Logging
+import SiwaTesting
 import Synchronization
 import Testing
 
@@ -22,10 +23,9 @@ enum StoreHarness {
 
     /// A path for an SQLite file in a new temporary directory, removed with its WAL files after `body`.
     static func withSQLitePath<R>(_ body: (String) async throws -> R) async throws -> R {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("siwa-store-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
-        return try await body(directory.appendingPathComponent("siwa.sqlite").path)
+        try await withTemporaryFolder("siwa-store") { folder in
+            try await body(folder.url.appendingPathComponent("siwa.sqlite").path)
+        }
     }
 
     /// Opens the SQLite store at `path`, runs `body`, and shuts the store down.
@@ -35,7 +35,7 @@ enum StoreHarness {
         _ body: (SQLAccountStore) async throws -> R
     ) async throws -> R {
         let store = try await SQLAccountStore.sqlite(path: path, logger: logger)
-        return try await using(store, body)
+        return try await withClosing(store, close: { await $0.shutdown() }, body)
     }
 
     /// Opens a store on `SIWA_TEST_POSTGRES_URL` in `schema`, runs `body`, and shuts the store down.
@@ -51,26 +51,12 @@ enum StoreHarness {
             connectionsPerEventLoop: 2,
             logger: logger
         )
-        return try await using(store, body)
+        return try await withClosing(store, close: { await $0.shutdown() }, body)
     }
 
     /// A schema name no other test uses.
     static func freshSchema() -> String {
         "siwa_test_" + UUID().uuidString.lowercased().replacing("-", with: "")
-    }
-
-    private static func using<R>(
-        _ store: SQLAccountStore,
-        _ body: (SQLAccountStore) async throws -> R
-    ) async throws -> R {
-        do {
-            let result = try await body(store)
-            await store.shutdown()
-            return result
-        } catch {
-            await store.shutdown()
-            throw error
-        }
     }
 }
 

@@ -259,41 +259,41 @@ struct LifecycleTests {
     }
 
     @Test func stateFileKeepsUsersKeysAndTokensAcrossRestarts() async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("siwa-emu-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        let stateFile = directory.appendingPathComponent("state.json").path
-        let teamKey = P256.Signing.PrivateKey()
-        let clock = ManualWallClock(Date())
-        let remembered = Remembered()
-        try await EmulatorHarness.run(stateFile: stateFile, teamKey: teamKey, clock: clock) { emulator in
-            let credential = try await emulator.nativeSignIn("persist@example.com", givenName: "Per")
-            let token = try await emulator.verifier().verify(try #require(credential["identityToken"] as? String))
-            let tokens = try await emulator.client().exchange(
-                code: try #require(credential["authorizationCode"] as? String),
-                for: token
-            )
-            remembered.set(
-                sub: token.sub.rawValue,
-                refreshToken: try #require(tokens.refreshToken),
-                token: credential["identityToken"] as! String
-            )
-        }
-        // The state holds the emulator's private keys: readable by its owner only.
-        let mode = try FileManager.default.attributesOfItem(atPath: stateFile)[.posixPermissions] as? Int
-        #expect(mode == 0o600, "the state file is 0600, not \(String(mode ?? 0, radix: 8))")
-        try await EmulatorHarness.run(stateFile: stateFile, teamKey: teamKey, clock: clock) { emulator in
-            let again = try await emulator.nativeSignIn("persist@example.com")
-            #expect(again["user"] as? String == remembered.sub)
-            #expect(again["email"] is NSNull)  // not a first authorization any more
-            _ = try await emulator.verifier().verify(remembered.token)  // same signing key
-            guard
-                case .valid = try await emulator.client().validate(
-                    refreshToken: remembered.refreshToken,
-                    clientID: EmulatorHarness.bundleID
+        try await withTemporaryFolder("siwa-emu") { folder in
+            let stateFile = folder.url.appendingPathComponent("state.json").path
+            let teamKey = P256.Signing.PrivateKey()
+            let clock = ManualWallClock(Date())
+            let remembered = Remembered()
+            try await EmulatorHarness.run(stateFile: stateFile, teamKey: teamKey, clock: clock) { emulator in
+                let credential = try await emulator.nativeSignIn("persist@example.com", givenName: "Per")
+                let token = try await emulator.verifier().verify(try #require(credential["identityToken"] as? String))
+                let tokens = try await emulator.client().exchange(
+                    code: try #require(credential["authorizationCode"] as? String),
+                    for: token
                 )
-            else {
-                Issue.record("the refresh token must survive a restart")
-                return
+                remembered.set(
+                    sub: token.sub.rawValue,
+                    refreshToken: try #require(tokens.refreshToken),
+                    token: credential["identityToken"] as! String
+                )
+            }
+            // The state holds the emulator's private keys: readable by its owner only.
+            let mode = try FileManager.default.attributesOfItem(atPath: stateFile)[.posixPermissions] as? Int
+            #expect(mode == 0o600, "the state file is 0600, not \(String(mode ?? 0, radix: 8))")
+            try await EmulatorHarness.run(stateFile: stateFile, teamKey: teamKey, clock: clock) { emulator in
+                let again = try await emulator.nativeSignIn("persist@example.com")
+                #expect(again["user"] as? String == remembered.sub)
+                #expect(again["email"] is NSNull)  // not a first authorization any more
+                _ = try await emulator.verifier().verify(remembered.token)  // same signing key
+                guard
+                    case .valid = try await emulator.client().validate(
+                        refreshToken: remembered.refreshToken,
+                        clientID: EmulatorHarness.bundleID
+                    )
+                else {
+                    Issue.record("the refresh token must survive a restart")
+                    return
+                }
             }
         }
     }

@@ -4,7 +4,6 @@ import AppleSignIn
 import AuthServer
 import Foundation
 import HTTPTypes
-import Logging
 import SiwaTesting
 import Synchronization
 import Testing
@@ -66,19 +65,9 @@ struct LifecycleDeletionTests {
     }
 
     @Test func aRevocationThatFailsIsQueuedAndRetriedAfterARestartOnSQLite() async throws {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent(
-            "siwa-lifecycle-\(UUID().uuidString).sqlite"
-        ).path
-        var logger = Logger(label: "test")
-        logger.logLevel = .warning
-        let store = try await SQLAccountStore.sqlite(path: path, logger: logger)
-        do {
+        try await SQLStoreServerTests.withStore(.sqlite, name: "siwa-lifecycle") { store in
             try await queuedRevocationSurvivesARestart(store: store)
-        } catch {
-            await store.shutdown()
-            throw error
         }
-        await store.shutdown()
     }
 
     @Test func theWorkerRetriesOnceTheFaultEnds() async throws {

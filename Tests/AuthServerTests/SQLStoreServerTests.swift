@@ -18,41 +18,39 @@ struct SQLStoreServerTests {
         ProcessInfo.processInfo.environment["SIWA_TEST_POSTGRES_URL"] == nil ? [.sqlite] : [.sqlite, .postgres]
     }
 
-    private func withStore(
+    /// Opens a new store on `backend` for `body` and shuts it down afterwards, also when `body` throws: on SQLite in a
+    /// file of a temporary folder `<name>-<UUID>`, removed with the database's other files; on PostgreSQL in a schema
+    /// of its own, named after `name`.
+    static func withStore<R>(
         _ backend: Backend,
-        _ body: @escaping @Sendable (SQLAccountStore) async throws -> Void
-    )
-        async throws
-    {
+        name: String = "siwa-server",
+        _ body: (SQLAccountStore) async throws -> R
+    ) async throws -> R {
         var logger = Logger(label: "test")
         logger.logLevel = .warning
-        let store: SQLAccountStore
-        switch backend {
-        case .sqlite:
-            let path = FileManager.default.temporaryDirectory.appendingPathComponent(
-                "siwa-server-\(UUID().uuidString).sqlite"
-            ).path
-            store = try await SQLAccountStore.sqlite(path: path, logger: logger)
-        case .postgres:
-            let schema = "siwa_server_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
-            store = try await SQLAccountStore.postgres(
-                url: try #require(ProcessInfo.processInfo.environment["SIWA_TEST_POSTGRES_URL"]),
-                schema: schema,
-                logger: logger
-            )
+        return try await withTemporaryFolder(name) { folder in
+            let store: SQLAccountStore
+            switch backend {
+            case .sqlite:
+                let path = folder.url.appendingPathComponent("siwa.sqlite").path
+                store = try await SQLAccountStore.sqlite(path: path, logger: logger)
+            case .postgres:
+                let schema =
+                    name.replacingOccurrences(of: "-", with: "_") + "_"
+                    + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
+                store = try await SQLAccountStore.postgres(
+                    url: try #require(ProcessInfo.processInfo.environment["SIWA_TEST_POSTGRES_URL"]),
+                    schema: schema,
+                    logger: logger
+                )
+            }
+            return try await withClosing(store, close: { await $0.shutdown() }, body)
         }
-        do {
-            try await body(store)
-        } catch {
-            await store.shutdown()
-            throw error
-        }
-        await store.shutdown()
     }
 
     @Test(arguments: backends)
     func signInRefreshReuseAndLogout(backend: Backend) async throws {
-        try await withStore(backend) { store in
+        try await Self.withStore(backend) { store in
             try await ServerHarness.run(store: store) { harness in
                 let first = try await harness.signIn("sql@example.com", givenName: "Sequel")
                 #expect(first.status == .ok)
@@ -83,7 +81,7 @@ struct SQLStoreServerTests {
 
     @Test(arguments: backends)
     func concurrentFirstSignInsCreateOneAccount(backend: Backend) async throws {
-        try await withStore(backend) { store in
+        try await Self.withStore(backend) { store in
             try await ServerHarness.run(store: store) { harness in
                 var tokens: [String] = []
                 for _ in 0..<20 {

@@ -4,24 +4,25 @@ import Testing
 
 /// A certificate authority made for one test run with `openssl`, and a server certificate it signed for 127.0.0.1 and
 /// localhost; with `certutil`, an NSS database (in a `HOME` of its own) that trusts the CA, as Chromium on Linux reads
-/// it. Nothing is trusted system-wide, and the browser is not told to ignore certificate errors.
+/// it. Nothing is trusted system-wide, and the browser is not told to ignore certificate errors. Its folder is removed
+/// when the last copy of the authority goes, once the test is done with it.
 struct TestCertificateAuthority {
-    let folder: URL
-    var caCertificate: String { folder.appendingPathComponent("ca.pem").path }
-    var serverCertificate: String { folder.appendingPathComponent("server.pem").path }
-    var serverKey: String { folder.appendingPathComponent("server-key.pem").path }
+    let folder: TemporaryFolder
+    var caCertificate: String { folder.url.appendingPathComponent("ca.pem").path }
+    var serverCertificate: String { folder.url.appendingPathComponent("server.pem").path }
+    var serverKey: String { folder.url.appendingPathComponent("server-key.pem").path }
     /// A `HOME` whose `.pki/nssdb` trusts the CA (for the browser's environment).
-    var browserHome: String { folder.appendingPathComponent("home").path }
+    var browserHome: String { folder.url.appendingPathComponent("home").path }
 
     struct Failure: Error, CustomStringConvertible {
         var description: String
     }
 
     static func create() async throws -> TestCertificateAuthority {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("siwa-ca-\(UUID().uuidString)")
+        let authority = TestCertificateAuthority(folder: try TemporaryFolder("siwa-ca"))
+        let folder = authority.folder.url
         let nssdb = folder.appendingPathComponent("home/.pki/nssdb")
         try FileManager.default.createDirectory(at: nssdb, withIntermediateDirectories: true)
-        let authority = TestCertificateAuthority(folder: folder)
         let ca = ["-subj", "/CN=siwa test CA \(UUID().uuidString.prefix(8))"]
         try await run(
             "openssl",

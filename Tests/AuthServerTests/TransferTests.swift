@@ -257,29 +257,9 @@ struct TransferTests {
         _ backend: SQLStoreServerTests.Backend,
         _ body: @escaping @Sendable (Teams) async throws -> Void
     ) async throws {
-        var logger = Logger(label: "siwa-transfer-test")
-        logger.logLevel = .warning
-        let store: SQLAccountStore
-        switch backend {
-        case .sqlite:
-            let path = FileManager.default.temporaryDirectory.appendingPathComponent(
-                "siwa-transfer-\(UUID().uuidString).sqlite"
-            ).path
-            store = try await SQLAccountStore.sqlite(path: path, logger: logger)
-        case .postgres:
-            store = try await SQLAccountStore.postgres(
-                url: try #require(ProcessInfo.processInfo.environment["SIWA_TEST_POSTGRES_URL"]),
-                schema: "siwa_transfer_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: ""),
-                logger: logger
-            )
-        }
-        do {
+        try await SQLStoreServerTests.withStore(backend, name: "siwa-transfer") { store in
             try await runTeams(store: store, body)
-        } catch {
-            await store.shutdown()
-            throw error
         }
-        await store.shutdown()
     }
 
     private func runTeams(

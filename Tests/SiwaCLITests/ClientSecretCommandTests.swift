@@ -8,13 +8,12 @@ import Testing
 @Suite("siwa client-secret")
 struct ClientSecretCommandTests {
     let key = P256.Signing.PrivateKey()
+    let folder: TemporaryFolder
     let keyFile: String
 
     init() throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("siwa-cli-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        keyFile = directory.appendingPathComponent("AuthKey_KEY1234567.p8").path
-        try key.pemRepresentation.write(toFile: keyFile, atomically: true, encoding: .utf8)
+        folder = try TemporaryFolder("siwa-cli")
+        keyFile = try folder.write("AuthKey_KEY1234567.p8", key.pemRepresentation)
     }
 
     private func decode(_ part: Substring) async throws -> [String: Any] {

@@ -5,6 +5,7 @@ import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
 import NIOCore
+import SiwaTesting
 import Testing
 
 /// The secret `siwa client-secret` prints is one Apple's token endpoint accepts: the emulator, which re-declares
@@ -15,11 +16,10 @@ struct ClientSecretEmulatorTests {
     static let keyID = "KEYCLI0001"
     static let bundleID = "com.example.cli"
 
-    let directory: URL
+    let folder: TemporaryFolder
 
     init() throws {
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("siwa-secret-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        folder = try TemporaryFolder("siwa-secret")
     }
 
     @Test func emulatorAcceptsTheSecretAndRefusesOneSignedWithAnotherKey() async throws {
@@ -63,7 +63,7 @@ struct ClientSecretEmulatorTests {
 
     /// Runs `siwa client-secret` with `key` in a `.p8` file and returns what it printed.
     private func clientSecret(signedWith key: P256.Signing.PrivateKey) async throws -> String {
-        let keyFile = directory.appendingPathComponent("AuthKey_\(UUID().uuidString).p8").path
+        let keyFile = folder.url.appendingPathComponent("AuthKey_\(UUID().uuidString).p8").path
         try key.pemRepresentation.write(toFile: keyFile, atomically: true, encoding: .utf8)
         let result = try await SiwaProcess.run([
             "client-secret", "--team-id", Self.teamID, "--key-id", Self.keyID, "--client-id", Self.bundleID,

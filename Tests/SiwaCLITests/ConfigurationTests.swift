@@ -15,7 +15,7 @@ import FoundationNetworking
 /// variables over them, read by `serve`, `doctor` and the operator commands through the same code.
 @Suite("siwa configuration")
 struct ConfigurationTests {
-    let folder = try! SiwaProcess.Folder("siwa-config")
+    let folder = try! TemporaryFolder("siwa-config")
     var directory: URL { folder.url }
 
     /// The process environment without any SIWA_* variable of the test run's own, so that only the test's count.

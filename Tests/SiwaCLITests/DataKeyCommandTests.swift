@@ -15,12 +15,12 @@ import FoundationNetworking
 /// the way siwa 0.3 sealed it (no key id) and the way 0.4 does; and a running `siwa serve` that meets a new key.
 @Suite("siwa keys: data keys")
 struct DataKeyCommandTests {
-    let folder: SiwaProcess.Folder
+    let folder: TemporaryFolder
     let keyFile: String
     let environment: [String: String]
 
     init() throws {
-        folder = try SiwaProcess.Folder("siwa-data-keys")
+        folder = try TemporaryFolder("siwa-data-keys")
         keyFile = folder.url.appendingPathComponent("siwa-data.key").path
         environment = [
             "SIWA_DATABASE_PATH": folder.url.appendingPathComponent("siwa.sqlite").path,

@@ -3,12 +3,13 @@ import Crypto
 import CryptoExtras
 import Foundation
 import Logging
+import SiwaTesting
 import Testing
 
 /// `siwa doctor` as a subprocess on a good and a broken configuration.
 @Suite("siwa doctor")
 struct DoctorCommandTests {
-    let folder = try! SiwaProcess.Folder("siwa-doctor")
+    let folder = try! TemporaryFolder("siwa-doctor")
     var directory: URL { folder.url }
 
     private func findings(_ json: String) throws -> [(setting: String, ok: Bool, message: String)] {

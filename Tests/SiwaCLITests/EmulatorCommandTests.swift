@@ -10,49 +10,47 @@ import FoundationNetworking
 @Suite("siwa emulator")
 struct EmulatorCommandTests {
     @Test func demoEmulatorServesAndStopsCleanly() async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
-            "siwa-emu-cli-\(UUID().uuidString)"
-        )
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        let port = Int.random(in: 10_000...19_999)  // below the harnesses' ports and the ephemeral range
-        let log = directory.appendingPathComponent("emulator.log").path
-        let process = try ChildProcess(
-            SiwaProcess.executable.path,
-            arguments: ["emulator", "--port", String(port)],
-            directory: directory.path,
-            stdout: log,
-            stderr: log
-        )
-        defer { process.terminate() }
+        try await withTemporaryFolder("siwa-emu-cli") { folder in
+            let port = Int.random(in: 10_000...19_999)  // below the harnesses' ports and the ephemeral range
+            let log = folder.url.appendingPathComponent("emulator.log").path
+            let process = try ChildProcess(
+                SiwaProcess.executable.path,
+                arguments: ["emulator", "--port", String(port)],
+                directory: folder.path,
+                stdout: log,
+                stderr: log
+            )
+            defer { process.terminate() }
 
-        // Wait for the server, then ask it for its keys.
-        var keys: Data?
-        for _ in 0..<100 {
-            if let (data, response) = try? await URLSession.shared.data(
-                from: URL(string: "http://127.0.0.1:\(port)/auth/keys")!
-            ),
-                (response as? HTTPURLResponse)?.statusCode == 200
-            {
-                keys = data
-                break
+            // Wait for the server, then ask it for its keys.
+            var keys: Data?
+            for _ in 0..<100 {
+                if let (data, response) = try? await URLSession.shared.data(
+                    from: URL(string: "http://127.0.0.1:\(port)/auth/keys")!
+                ),
+                    (response as? HTTPURLResponse)?.statusCode == 200
+                {
+                    keys = data
+                    break
+                }
+                try await Task.sleep(for: .milliseconds(100))
             }
-            try await Task.sleep(for: .milliseconds(100))
+            let jwks = try #require(keys)
+            let document = try #require(try JSONSerialization.jsonObject(with: jwks) as? [String: [[String: String]]])
+            #expect(document["keys"]?.first?["alg"] == "RS256")
+
+            let keyFile = folder.url.appendingPathComponent("siwa-emulator/AuthKey_DEMOKEY001.p8").path
+            #expect(FileManager.default.fileExists(atPath: keyFile))
+            let permissions = try FileManager.default.attributesOfItem(atPath: keyFile)[.posixPermissions] as? Int
+            #expect(permissions == 0o600)
+
+            _ = kill(process.pid, SIGINT)  // graceful shutdown
+            let status = try await offCooperativePool { process.waitForExit() }
+            #expect(status == 0)
+            let printed = try String(contentsOfFile: log, encoding: .utf8)
+            #expect(printed.contains("SIWA_TEAM_ID=DEMOTEAM01"))
+            #expect(printed.contains("SIWA_PRIVATE_KEY_FILE=siwa-emulator/AuthKey_DEMOKEY001.p8"))
+            #expect(printed.contains("SIWA_APPLE_BASE_URL=http://127.0.0.1:\(port)"))
         }
-        let jwks = try #require(keys)
-        let document = try #require(try JSONSerialization.jsonObject(with: jwks) as? [String: [[String: String]]])
-        #expect(document["keys"]?.first?["alg"] == "RS256")
-
-        let keyFile = directory.appendingPathComponent("siwa-emulator/AuthKey_DEMOKEY001.p8").path
-        #expect(FileManager.default.fileExists(atPath: keyFile))
-        let permissions = try FileManager.default.attributesOfItem(atPath: keyFile)[.posixPermissions] as? Int
-        #expect(permissions == 0o600)
-
-        _ = kill(process.pid, SIGINT)  // graceful shutdown
-        let status = try await offCooperativePool { process.waitForExit() }
-        #expect(status == 0)
-        let printed = try String(contentsOfFile: log, encoding: .utf8)
-        #expect(printed.contains("SIWA_TEAM_ID=DEMOTEAM01"))
-        #expect(printed.contains("SIWA_PRIVATE_KEY_FILE=siwa-emulator/AuthKey_DEMOKEY001.p8"))
-        #expect(printed.contains("SIWA_APPLE_BASE_URL=http://127.0.0.1:\(port)"))
     }
 }

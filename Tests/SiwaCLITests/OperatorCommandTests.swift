@@ -3,20 +3,20 @@ import AccountStoreSQL
 import AppleSignIn
 import Foundation
 import Logging
+import SiwaTesting
 import Testing
 
 /// `siwa migrate`, `siwa keys rotate` and `siwa users` as subprocesses on a SQLite file.
 @Suite("siwa migrate, keys, users")
 struct OperatorCommandTests {
-    let directory: URL
+    let folder: TemporaryFolder
     let environment: [String: String]
 
     init() throws {
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("siwa-ops-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        folder = try TemporaryFolder("siwa-ops")
         environment = [
-            "SIWA_DATABASE_PATH": directory.appendingPathComponent("siwa.sqlite").path,
-            "SIWA_DATA_KEY_FILE": directory.appendingPathComponent("data.key").path,
+            "SIWA_DATABASE_PATH": folder.url.appendingPathComponent("siwa.sqlite").path,
+            "SIWA_DATA_KEY_FILE": folder.url.appendingPathComponent("data.key").path,
             "SIWA_BUNDLE_IDS": "com.example.app",
         ]
     }

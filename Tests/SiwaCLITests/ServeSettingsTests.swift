@@ -83,41 +83,42 @@ struct ServeSettingsTests {
     /// A lost data-key file, or another key, stops start-up naming the setting before anything is served; the key file
     /// created for nothing is removed again, so that the right one can be restored.
     @Test func aMissingOrWrongDataKeyStopsStartUpNamingTheSetting() async throws {
-        let folder = try SiwaProcess.Folder("siwa-data-key")
-        let keyFile = folder.url.appendingPathComponent("siwa-data.key").path
-        let environment = [
-            "SIWA_BUNDLE_IDS": "com.example.app",
-            "SIWA_DATABASE_PATH": folder.url.appendingPathComponent("s.sqlite").path,
-            "SIWA_DATA_KEY_FILE": keyFile,
-        ]
-        // Set up: the schema, the data key and a signing key sealed with it.
-        #expect(try await SiwaProcess.run(["migrate"], environment: environment).status == 0)
-        #expect(try await SiwaProcess.run(["keys", "rotate"], environment: environment).status == 0)
-        let original = try String(contentsOfFile: keyFile, encoding: .utf8)
+        try await withTemporaryFolder("siwa-data-key") { folder in
+            let keyFile = folder.url.appendingPathComponent("siwa-data.key").path
+            let environment = [
+                "SIWA_BUNDLE_IDS": "com.example.app",
+                "SIWA_DATABASE_PATH": folder.url.appendingPathComponent("s.sqlite").path,
+                "SIWA_DATA_KEY_FILE": keyFile,
+            ]
+            // Set up: the schema, the data key and a signing key sealed with it.
+            #expect(try await SiwaProcess.run(["migrate"], environment: environment).status == 0)
+            #expect(try await SiwaProcess.run(["keys", "rotate"], environment: environment).status == 0)
+            let original = try String(contentsOfFile: keyFile, encoding: .utf8)
 
-        try FileManager.default.removeItem(atPath: keyFile)
-        let lost = try await SiwaProcess.run(["serve"], environment: environment.merging(["SIWA_PORT": "0"]) { $1 })
-        #expect(lost.status == 2)
-        #expect(lost.stderr.contains("SIWA_DATA_KEY_FILE"), "\(lost.stderr)")
-        #expect(lost.stderr.contains("restore that key file"))
-        #expect(!FileManager.default.fileExists(atPath: keyFile), "no new key is left in place of the lost one")
+            try FileManager.default.removeItem(atPath: keyFile)
+            let lost = try await SiwaProcess.run(["serve"], environment: environment.merging(["SIWA_PORT": "0"]) { $1 })
+            #expect(lost.status == 2)
+            #expect(lost.stderr.contains("SIWA_DATA_KEY_FILE"), "\(lost.stderr)")
+            #expect(lost.stderr.contains("restore that key file"))
+            #expect(!FileManager.default.fileExists(atPath: keyFile), "no new key is left in place of the lost one")
 
-        let other = Data((0..<32).map { _ in UInt8.random(in: 0...255) }).base64EncodedString()
-        let wrong = try await SiwaProcess.run(
-            ["serve"],
-            environment: environment.merging(["SIWA_PORT": "0", "SIWA_DATA_KEY": other]) { $1 }
-        )
-        #expect(wrong.status == 2)
-        #expect(wrong.stderr.contains("SIWA_DATA_KEY:"), "\(wrong.stderr)")
-        #expect(wrong.stderr.contains("not the key this database was set up with"))
+            let other = Data((0..<32).map { _ in UInt8.random(in: 0...255) }).base64EncodedString()
+            let wrong = try await SiwaProcess.run(
+                ["serve"],
+                environment: environment.merging(["SIWA_PORT": "0", "SIWA_DATA_KEY": other]) { $1 }
+            )
+            #expect(wrong.status == 2)
+            #expect(wrong.stderr.contains("SIWA_DATA_KEY:"), "\(wrong.stderr)")
+            #expect(wrong.stderr.contains("not the key this database was set up with"))
 
-        // keys rotate unseals too: refused the same way, and the restored key works again.
-        let rotateWrong = try await SiwaProcess.run(
-            ["keys", "rotate"],
-            environment: environment.merging(["SIWA_DATA_KEY": other]) { $1 }
-        )
-        #expect(rotateWrong.status == 2)
-        try original.write(toFile: keyFile, atomically: true, encoding: .utf8)
-        #expect(try await SiwaProcess.run(["keys", "rotate"], environment: environment).status == 0)
+            // keys rotate unseals too: refused the same way, and the restored key works again.
+            let rotateWrong = try await SiwaProcess.run(
+                ["keys", "rotate"],
+                environment: environment.merging(["SIWA_DATA_KEY": other]) { $1 }
+            )
+            #expect(rotateWrong.status == 2)
+            try original.write(toFile: keyFile, atomically: true, encoding: .utf8)
+            #expect(try await SiwaProcess.run(["keys", "rotate"], environment: environment).status == 0)
+        }
     }
 }

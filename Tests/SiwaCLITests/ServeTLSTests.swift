@@ -17,7 +17,7 @@ import Glibc
     )
 )
 struct ServeTLSTests {
-    let folder = try! SiwaProcess.Folder("siwa-tls")
+    let folder = try! TemporaryFolder("siwa-tls")
 
     /// A self-signed certificate for 127.0.0.1 with common name `name`, as `name.pem` and `name-key.pem`.
     private func certificate(_ name: String) async throws -> (certificate: String, key: String) {

@@ -95,7 +95,7 @@ extension SiwaProcess {
     /// `settings` over this process's environment (its own `SIWA_*` variables left out), writing its output to
     /// `serve-<port>.log` in the folder. Stop it with `terminate`.
     static func startServe(
-        in folder: Folder,
+        in folder: TemporaryFolder,
         settings: [String: String]
     ) throws -> (process: ChildProcess, port: Int, log: String) {
         let port = Int.random(in: 10_000...19_999)
@@ -112,23 +112,5 @@ extension SiwaProcess {
             stderr: log
         )
         return (server, port, log)
-    }
-
-    /// A new folder under the temporary directory, and a way to write text files into it.
-    struct Folder {
-        let url: URL
-        var path: String { url.path }
-
-        init(_ prefix: String) throws {
-            url = FileManager.default.temporaryDirectory.appendingPathComponent("\(prefix)-\(UUID().uuidString)")
-            try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-        }
-
-        /// Writes `text` to the file `name` in the folder and returns its path.
-        func write(_ name: String, _ text: String) throws -> String {
-            let path = url.appendingPathComponent(name).path
-            try text.write(toFile: path, atomically: true, encoding: .utf8)
-            return path
-        }
     }
 }

@@ -15,17 +15,17 @@ import FoundationNetworking
 /// against `siwa emulator` (also a subprocess).
 @Suite("siwa transfer")
 struct TransferCommandTests {
-    let directory: URL
+    let folder: TemporaryFolder
+    var directory: URL { folder.url }
     let environment: [String: String]
 
     init() throws {
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("siwa-transfer-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        let keyFile = directory.appendingPathComponent("data.key").path
+        folder = try TemporaryFolder("siwa-transfer")
+        let keyFile = folder.url.appendingPathComponent("data.key").path
         let keyText = SymmetricKey(size: .bits256).withUnsafeBytes { Data($0).base64EncodedString() }
         try Data(keyText.utf8).write(to: URL(fileURLWithPath: keyFile))
         environment = [
-            "SIWA_DATABASE_PATH": directory.appendingPathComponent("siwa.sqlite").path,
+            "SIWA_DATABASE_PATH": folder.url.appendingPathComponent("siwa.sqlite").path,
             "SIWA_DATA_KEY_FILE": keyFile,
             "SIWA_BUNDLE_IDS": "com.example.siwa.demo",
         ]

@@ -14,18 +14,18 @@ import FoundationNetworking
 /// `siwa users delete` as a subprocess on a SQLite file, revoking at `siwa emulator` (also a subprocess).
 @Suite("siwa users delete")
 struct UsersDeleteCommandTests {
-    let directory: URL
+    let folder: TemporaryFolder
+    var directory: URL { folder.url }
     let environment: [String: String]
     let dataKey = SymmetricKey(size: .bits256)
 
     init() throws {
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("siwa-delete-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        let keyFile = directory.appendingPathComponent("data.key").path
+        folder = try TemporaryFolder("siwa-delete")
+        let keyFile = folder.url.appendingPathComponent("data.key").path
         let keyText = dataKey.withUnsafeBytes { Data($0).base64EncodedString() }
         try Data(keyText.utf8).write(to: URL(fileURLWithPath: keyFile))
         environment = [
-            "SIWA_DATABASE_PATH": directory.appendingPathComponent("siwa.sqlite").path,
+            "SIWA_DATABASE_PATH": folder.url.appendingPathComponent("siwa.sqlite").path,
             "SIWA_DATA_KEY_FILE": keyFile,
             "SIWA_BUNDLE_IDS": "com.example.siwa.demo",
         ]
