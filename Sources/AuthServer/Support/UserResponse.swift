@@ -70,23 +70,10 @@ extension UserResponse {
 
     /// `2026-11-21T23:39:59Z`, as `JSONEncoder.DateEncodingStrategy.iso8601` writes it (whole seconds, UTC).
     static func iso8601(_ date: Date) -> String {
-        let seconds = Int64(date.timeIntervalSince1970.rounded(.down))
-        let days = seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400
-        let secondOfDay = seconds - days * 86_400
-        // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
-        let shifted = days + 719_468
-        let era = (shifted >= 0 ? shifted : shifted - 146_096) / 146_097
-        let dayOfEra = shifted - era * 146_097
-        let yearOfEra = (dayOfEra - dayOfEra / 1_460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
-        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
-        let monthIndex = (5 * dayOfYear + 2) / 153
-        let day = dayOfYear - (153 * monthIndex + 2) / 5 + 1
-        let month = monthIndex < 10 ? monthIndex + 3 : monthIndex - 9
-        let year = yearOfEra + era * 400 + (month <= 2 ? 1 : 0)
-        func two(_ value: Int64) -> String { value < 10 ? "0\(value)" : "\(value)" }
-        let yearText = year < 1000 ? String(repeating: "0", count: 4 - String(year).count) + String(year) : String(year)
-        return "\(yearText)-\(two(month))-\(two(day))T\(two(secondOfDay / 3_600)):"
-            + "\(two(secondOfDay % 3_600 / 60)):\(two(secondOfDay % 60))Z"
+        var out: [UInt8] = []
+        out.reserveCapacity(20)
+        ISO8601Time.append(seconds: Int64(date.timeIntervalSince1970.rounded(.down)), to: &out)
+        return String(decoding: out, as: UTF8.self)
     }
 }
 

@@ -45,32 +45,51 @@ struct JSONLogHandler: LogHandler {
     }
 
     func log(event: LogEvent) {
+        let line = Self.line(event, label: label, metadata: metadata, provider: metadataProvider, now: Self.now())
+        line.withUnsafeBytes { bytes in _ = write(STDERR_FILENO, bytes.baseAddress, bytes.count) }
+    }
+
+    /// The wall-clock time, as whole seconds since 1970 and milliseconds.
+    static func now() -> (seconds: Int64, milliseconds: Int) {
+        var time = timespec()
+        clock_gettime(CLOCK_REALTIME, &time)
+        return (Int64(time.tv_sec), Int(time.tv_nsec) / 1_000_000)
+    }
+
+    /// The names the line's own fields take; metadata of these names is left out.
+    private static let fieldNames: Set<String> = ["time", "level", "label", "message", "source"]
+
+    /// One line: `{"time":…,"level":…,"label":…,"message":…,"source":…` and the metadata (the handler's, the
+    /// provider's, the event's, in that order of precedence), sorted by key, then `}` and a newline.
+    static func line(
+        _ event: LogEvent,
+        label: String,
+        metadata: Logger.Metadata,
+        provider: Logger.MetadataProvider?,
+        now: (seconds: Int64, milliseconds: Int)
+    ) -> [UInt8] {
         var merged = metadata
-        if let provided = metadataProvider?.get() { merged.merge(provided) { _, new in new } }
+        if let provided = provider?.get() { merged.merge(provided) { _, new in new } }
         if let extra = event.metadata { merged.merge(extra) { _, new in new } }
         var out: [UInt8] = []
         out.reserveCapacity(256)
-        out += Array(#"{"time":"#.utf8)
-        JSONWriter.appendString(
-            Date().formatted(.iso8601.year().month().day().time(includingFractionalSeconds: true)) + "Z",
-            to: &out
-        )
-        out += Array(#","level":"#.utf8)
+        out.append(contentsOf: #"{"time":""#.utf8)
+        ISO8601Time.append(seconds: now.seconds, milliseconds: now.milliseconds, to: &out)
+        out.append(contentsOf: #"","level":"#.utf8)
         JSONWriter.appendString(event.level.rawValue, to: &out)
-        out += Array(#","label":"#.utf8)
+        out.append(contentsOf: #","label":"#.utf8)
         JSONWriter.appendString(label, to: &out)
-        out += Array(#","message":"#.utf8)
+        out.append(contentsOf: #","message":"#.utf8)
         JSONWriter.appendString(event.message.description, to: &out)
-        out += Array(#","source":"#.utf8)
+        out.append(contentsOf: #","source":"#.utf8)
         JSONWriter.appendString(event.source, to: &out)
-        for (key, value) in merged.sorted(by: { $0.key < $1.key })
-        where !["time", "level", "label", "message", "source"].contains(key) {
+        for (key, value) in merged.sorted(by: { $0.key < $1.key }) where !fieldNames.contains(key) {
             out.append(UInt8(ascii: ","))
             JSONWriter.appendString(key, to: &out)
             out.append(UInt8(ascii: ":"))
             JSONWriter.appendString(value.description, to: &out)
         }
-        out += Array("}\n".utf8)
-        out.withUnsafeBytes { bytes in _ = write(STDERR_FILENO, bytes.baseAddress, bytes.count) }
+        out.append(contentsOf: "}\n".utf8)
+        return out
     }
 }
