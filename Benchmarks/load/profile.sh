@@ -7,8 +7,14 @@
 #
 #   ROUTE=sign-in Benchmarks/load/profile.sh          # or ROUTE=refresh, ROUTE=me
 #   SIWA_BINARY=/tmp/siwa DURATION=10 Benchmarks/load/profile.sh
+#   DATABASE=postgres Benchmarks/load/profile.sh      # siwa on PostgreSQL (a private one, as peers.sh starts it)
 set -euo pipefail
 ROUTE=${ROUTE:-sign-in}
+DATABASE=${DATABASE:-sqlite}
+case "$DATABASE" in sqlite | postgres) ;; *) echo "DATABASE is sqlite or postgres" >&2; exit 2 ;; esac
+if [ "$DATABASE" = postgres ] && [ -z "${SIWA_TEST_POSTGRES_URL:-}" ]; then
+  exec "$(dirname "$0")/../../scripts/with-postgres" "$0" "$@"
+fi
 DURATION=${DURATION:-10}
 CONNECTIONS=${CONNECTIONS:-64}
 USERS=${USERS:-200}
@@ -20,7 +26,7 @@ need wrk
 command -v perf >/dev/null || { apt-get update >/dev/null && apt-get install -y linux-perf >/dev/null; }
 
 start_emulator "$EMULATOR_PORT" --server-url "http://127.0.0.1:$SERVER_PORT"
-server_environment sqlite "$SERVER_PORT" "$WORK/siwa.sqlite"
+server_environment "$DATABASE" "$SERVER_PORT" "$WORK/siwa.sqlite"
 (cd "$WORK" && exec env "${SERVER_ENV[@]}" "$SIWA" serve >"$WORK/siwa.log" 2>&1) &
 SERVER=$!
 PIDS+=($SERVER)
