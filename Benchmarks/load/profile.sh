@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Where siwa's CPU goes under one route's load (issue 21): starts the Apple ID emulator and siwa (SQLite), signs USERS
-# returning users in once, then samples siwa with `perf record -g` (the kernel's cpu-clock: it needs no hardware
-# counters) while wrk runs the route for DURATION seconds, and prints the symbols with the most samples of their own
-# and the shares of a few groups (SQLite, thread switches, reference counting, allocation, crypto). Loopback only;
-# bounded by DURATION.
+# Where siwa's CPU goes under one route's load (issue 21): starts the Apple ID emulator and siwa (SQLite, or
+# PostgreSQL with DATABASE=postgres), signs USERS returning users in once, then samples siwa with `perf record -g` (the
+# kernel's cpu-clock: it needs no hardware counters) while wrk runs the route for DURATION seconds, and prints the
+# symbols with the most samples of their own and the shares of a few groups (SQLite, thread switches, reference
+# counting, allocation, crypto). Loopback only; bounded by DURATION.
 #
 #   ROUTE=sign-in Benchmarks/load/profile.sh          # or ROUTE=refresh, ROUTE=me
 #   SIWA_BINARY=/tmp/siwa DURATION=10 Benchmarks/load/profile.sh

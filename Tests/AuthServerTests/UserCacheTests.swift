@@ -167,6 +167,8 @@ struct SessionResponseEncodingTests {
             ) as? NSDictionary
         #expect(fromCache == expected)
         let answered = withoutUser.response(userJSON: entry.json)
+        #expect(answered.body.contentLength == withoutUser.jsonBytes(userJSON: entry.json).count)
+        #expect(answered.body.contentLength != withoutUser.jsonBytes.count, "the answer carries the user object")
         #expect(answered.headers[.contentType] == "application/json; charset=utf-8")
         #expect(answered.headers[.cacheControl] == "no-store")
     }

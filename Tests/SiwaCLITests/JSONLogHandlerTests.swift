@@ -8,8 +8,8 @@ import Testing
 /// `SIWA_LOG_FORMAT=json`: one JSON object a line, its time in UTC with milliseconds, written without Foundation's
 /// formatters.
 @Suite struct JSONLogHandlerTests {
-    /// The time as Foundation's ISO 8601 style with fractional seconds wrote it, for seconds and milliseconds from
-    /// 1970 to 9999, leap days and the ends of days and years among them.
+    /// The time as Foundation's ISO 8601 style wrote it, with milliseconds and in whole seconds, from 1970 to 9999,
+    /// leap days and the ends of days and years among them.
     @Test func timeIsWrittenAsFoundationWroteIt() {
         var generator = SystemRandomNumberGenerator()
         var seconds: [Int64] = [0, 951_782_400, 951_868_799, 1_767_225_599, 4_107_542_400, 253_402_300_799]
@@ -25,6 +25,11 @@ import Testing
                 ISO8601Time.append(seconds: second, milliseconds: milliseconds, to: &out)
                 #expect(String(decoding: out, as: UTF8.self) == foundation, "\(second) s \(milliseconds) ms")
             }
+            // Whole seconds (an account's `createdAt`), as Foundation's default ISO 8601 style writes them.
+            var out: [UInt8] = []
+            ISO8601Time.append(seconds: second, to: &out)
+            let whole = Date(timeIntervalSince1970: Double(second) + 0.5).formatted(.iso8601)
+            #expect(String(decoding: out, as: UTF8.self) == whole, "\(second) s")
         }
     }
 

@@ -17,9 +17,11 @@ package enum ISO8601Time {
         let month = monthIndex < 10 ? monthIndex + 3 : monthIndex - 9
         let year = yearOfEra + era * 400 + (month <= 2 ? 1 : 0)
         if year < 0 { out.append(UInt8(ascii: "-")) }
-        let yearText = String(year.magnitude)
-        for _ in yearText.utf8.count..<4 { out.append(UInt8(ascii: "0")) }
-        out.append(contentsOf: yearText.utf8)
+        if year.magnitude < 10_000 {
+            appendDigits(Int64(year.magnitude), count: 4, to: &out)
+        } else {
+            out.append(contentsOf: String(year.magnitude).utf8)
+        }
         out.append(UInt8(ascii: "-"))
         appendDigits(month, count: 2, to: &out)
         out.append(UInt8(ascii: "-"))

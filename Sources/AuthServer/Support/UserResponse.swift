@@ -63,7 +63,10 @@ extension UserResponse {
         string("givenName", givenName)
         string("familyName", familyName)
         string("displayName", displayName)
-        string("createdAt", Self.iso8601(createdAt))
+        key("createdAt")
+        out.append(UInt8(ascii: "\""))
+        ISO8601Time.append(seconds: Self.wholeSeconds(createdAt), to: &out)
+        out.append(UInt8(ascii: "\""))
         out.append(UInt8(ascii: "}"))
         return out
     }
@@ -72,8 +75,13 @@ extension UserResponse {
     static func iso8601(_ date: Date) -> String {
         var out: [UInt8] = []
         out.reserveCapacity(20)
-        ISO8601Time.append(seconds: Int64(date.timeIntervalSince1970.rounded(.down)), to: &out)
+        ISO8601Time.append(seconds: wholeSeconds(date), to: &out)
         return String(decoding: out, as: UTF8.self)
+    }
+
+    /// The whole seconds since 1970 that `JSONEncoder`'s ISO 8601 dates show (rounded down, also before 1970).
+    private static func wholeSeconds(_ date: Date) -> Int64 {
+        Int64(date.timeIntervalSince1970.rounded(.down))
     }
 }
 
@@ -84,6 +92,8 @@ public struct SessionResponse: ResponseGenerator, Encodable {
     public var expiresIn: Int
     public var refreshToken: String
     public var isNewUser: Bool?
+    /// The account. The native sign-in leaves it `nil` and gives the object already encoded instead (the user cache's
+    /// bytes, ``response(userJSON:)``); it stays for the answers' `Encodable` shape.
     public var user: UserResponse?
 
     public init(

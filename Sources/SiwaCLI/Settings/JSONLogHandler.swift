@@ -59,8 +59,8 @@ struct JSONLogHandler: LogHandler {
     /// The names the line's own fields take; metadata of these names is left out.
     private static let fieldNames: Set<String> = ["time", "level", "label", "message", "source"]
 
-    /// One line: `{"time":…,"level":…,"label":…,"message":…,"source":…` and the metadata (the handler's, the
-    /// provider's, the event's, in that order of precedence), sorted by key, then `}` and a newline.
+    /// One line: `{"time":…,"level":…,"label":…,"message":…,"source":…` and the metadata sorted by key (the
+    /// handler's, then the provider's, then the event's, each overriding the one before), then `}` and a newline.
     static func line(
         _ event: LogEvent,
         label: String,
