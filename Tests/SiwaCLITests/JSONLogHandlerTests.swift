@@ -33,6 +33,14 @@ import Testing
         }
     }
 
+    @Test func theLinesTimeIsNowInWholeSecondsAndMilliseconds() {
+        let before = Date().timeIntervalSince1970.rounded(.down)
+        let now = JSONLogHandler.now()
+        let after = Date().timeIntervalSince1970
+        #expect(Double(now.seconds) >= before && Double(now.seconds) <= after)
+        #expect((0...999).contains(now.milliseconds))
+    }
+
     @Test func aLineIsOneJSONObjectWithTheMetadataByKey() throws {
         let provider = Logger.MetadataProvider { ["request": "from-provider", "shared": "provider"] }
         let event = LogEvent(

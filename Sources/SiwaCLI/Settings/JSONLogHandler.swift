@@ -49,11 +49,11 @@ struct JSONLogHandler: LogHandler {
         line.withUnsafeBytes { bytes in _ = write(STDERR_FILENO, bytes.baseAddress, bytes.count) }
     }
 
-    /// The wall-clock time, as whole seconds since 1970 and milliseconds.
+    /// The wall-clock time, as whole seconds since 1970 and milliseconds (0–999).
     static func now() -> (seconds: Int64, milliseconds: Int) {
-        var time = timespec()
-        clock_gettime(CLOCK_REALTIME, &time)
-        return (Int64(time.tv_sec), Int(time.tv_nsec) / 1_000_000)
+        let time = Date().timeIntervalSince1970
+        let seconds = time.rounded(.down)
+        return (Int64(seconds), min(999, Int((time - seconds) * 1_000)))
     }
 
     /// The names the line's own fields take; metadata of these names is left out.
