@@ -46,7 +46,7 @@ struct SessionController: Sendable {
         api.get("/me", use: me)
     }
 
-    @Sendable func native(_ request: Request, context: SiwaRequestContext) async throws -> Response {
+    @Sendable func native(_ request: Request, context: SiwaRequestContext) async throws -> SessionResponse {
         let body = try await request.decodeJSON(NativeSignInRequest.self, limit: configuration.maximumBodySize)
         guard !body.identityToken.isEmpty else {
             throw AuthServerError.badRequest(AuthServerError.Code.missingField, "field 'identityToken' is required")
@@ -67,8 +67,9 @@ struct SessionController: Sendable {
             accessToken: signedIn.accessToken,
             expiresIn: signedIn.expiresIn,
             refreshToken: signedIn.refreshToken,
-            isNewUser: signedIn.isNewUser
-        ).response(userJSON: signedIn.userJSON)
+            isNewUser: signedIn.isNewUser,
+            userJSON: signedIn.userJSON
+        )
     }
 
     @Sendable func nonce(_ request: Request, context: SiwaRequestContext) async throws -> NonceResponse {

@@ -86,38 +86,35 @@ extension UserResponse {
 }
 
 /// The answer of a sign-in or a refresh.
-public struct SessionResponse: ResponseGenerator, Encodable {
+public struct SessionResponse: ResponseGenerator {
     public var accessToken: String
     public var tokenType = "Bearer"
     public var expiresIn: Int
     public var refreshToken: String
     public var isNewUser: Bool?
-    /// The account. The native sign-in leaves it `nil` and gives the object already encoded instead (the user cache's
-    /// bytes, ``response(userJSON:)``); it stays for the answers' `Encodable` shape.
-    public var user: UserResponse?
+    /// The account's `user` object, already encoded: the user cache's bytes (``UserCache/Entry/json``), the object
+    /// `GET /api/me` answers. `nil` in a refresh's answer.
+    public var userJSON: ByteBuffer?
 
     public init(
         accessToken: String,
         expiresIn: Int,
         refreshToken: String,
         isNewUser: Bool? = nil,
-        user: UserResponse? = nil
+        userJSON: ByteBuffer? = nil
     ) {
         self.accessToken = accessToken
         self.expiresIn = expiresIn
         self.refreshToken = refreshToken
         self.isNewUser = isNewUser
-        self.user = user
+        self.userJSON = userJSON
     }
 }
 
 extension SessionResponse {
-    /// Written directly (the document `JSONEncoder` writes, without its cost on every sign-in and refresh).
-    public var jsonBytes: [UInt8] { jsonBytes(userJSON: nil) }
-
-    /// The document, with `userJSON` (the account's `user` object as the user cache keeps it) as `user` when given,
-    /// in place of ``user``.
-    func jsonBytes(userJSON: ByteBuffer?) -> [UInt8] {
+    /// The document, written directly (the one `JSONEncoder` would write, without its cost on every sign-in and
+    /// refresh).
+    public var jsonBytes: [UInt8] {
         var out: [UInt8] = []
         out.reserveCapacity(768)
         out.append(contentsOf: #"{"accessToken":"#.utf8)
@@ -132,24 +129,19 @@ extension SessionResponse {
         if let userJSON {
             out.append(contentsOf: #","user":"#.utf8)
             out.append(contentsOf: userJSON.readableBytesView)
-        } else if let user {
-            out.append(contentsOf: #","user":"#.utf8)
-            out.append(contentsOf: user.jsonBytes)
         }
         out.append(UInt8(ascii: "}"))
         return out
     }
 
-    public func response(from request: Request, context: some RequestContext) throws -> Response {
-        response(userJSON: nil)
-    }
+    public func response(from request: Request, context: some RequestContext) throws -> Response { response }
 
-    /// The answer, with `userJSON` as `user` when given (see ``jsonBytes(userJSON:)``).
-    func response(userJSON: ByteBuffer?) -> Response {
+    /// The answer: ``jsonBytes``, not to be stored.
+    var response: Response {
         Response(
             status: .ok,
             headers: [.contentType: "application/json; charset=utf-8", .cacheControl: "no-store"],
-            body: .init(byteBuffer: ByteBuffer(bytes: jsonBytes(userJSON: userJSON)))
+            body: .init(byteBuffer: ByteBuffer(bytes: jsonBytes))
         )
     }
 }
