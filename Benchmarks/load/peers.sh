@@ -21,7 +21,11 @@
 # (A baseline that skipped routes had the smaller file and ran second in every round: two builds swapped between the
 # roles showed about 2.5% for the role alone.)
 #
+# ROUTES (default "sign-in me refresh") picks the groups of routes to run, e.g. ROUTES="sign-in" for a sign-in change:
+# /healthz and the floor run in every round regardless (the report needs them).
+#
 #   Benchmarks/load/peers.sh
+#   ROUTES=sign-in BASELINE_BINARY=/tmp/siwa-before SIWA_BINARY=/tmp/siwa Benchmarks/load/peers.sh
 #   DURATION=5 ROUNDS=3 SIWA_BINARY=/tmp/siwa PEER_BINARY=/tmp/peer Benchmarks/load/peers.sh
 #   BASELINE_BINARY=/tmp/siwa-before SIWA_BINARY=/tmp/siwa Benchmarks/load/peers.sh
 set -euo pipefail
@@ -32,6 +36,10 @@ ROUNDS=${ROUNDS:-3}
 USERS=${USERS:-200}
 DISTINCT=${DISTINCT:-20000}
 DATABASES=${DATABASES:-sqlite}
+ROUTES=${ROUTES:-sign-in me refresh}
+for group in $ROUTES; do
+  case "$group" in sign-in | me | refresh) ;; *) echo "ROUTES names sign-in, me and refresh" >&2; exit 2 ;; esac
+done
 SERVER_PORT=${SERVER_PORT:-18080}
 PG_SERVER_PORT=${PG_SERVER_PORT:-18083}
 PEER_PORT=${PEER_PORT:-18081}
@@ -129,6 +137,7 @@ RESULTS="$WORK/results"
 : >"$RESULTS"
 run() { # label target path mode tokens-file
   local label=$1 target=$2 path=$3 mode=$4 tokens=$5 before after out script=Benchmarks/load/cycle.lua
+  [ "${label%%:*}" = healthz ] || [[ " $ROUTES " == *" ${label%%:*} "* ]] || return 0
   [ "$mode" = refresh ] && script=Benchmarks/load/refresh.lua
   [ "$mode" = none ] && script=""
   before=$(ticks "${PID_OF[$target]}")
@@ -170,6 +179,7 @@ for round in $(seq 1 "$ROUNDS"); do
   run "me:peer" peer /api/users/me bearer "$WORK/peer-bearer"
   run "me:peer-wal" peer-wal /api/users/me bearer "$WORK/peer-wal-bearer"
   for name in "${ROUND_SIWAS[@]}"; do
+    [[ " $ROUTES " == *" refresh "* ]] || break
     # Fresh sessions each round (refresh tokens rotate: a token from an earlier round would be reuse).
     python3 Benchmarks/load/sign_in_all.py "${PORT_OF[$name]}" /auth/apple/native identityToken refreshToken \
       "$WORK/identity-tokens" $((CONNECTIONS * 8 / USERS + 1)) >"$WORK/$name-refresh-$round"

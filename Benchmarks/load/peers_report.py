@@ -95,6 +95,10 @@ if floor:
         floor["rsa2048_verify"] + floor["es256_sign"] + floor["sha256_identity_token"] + floor["sha256_32"] * 2
         + floor["random32"] * 2 + floor["sqlite_sign_in_write"] + bare
     )
+    # The Vapor tutorial's contract answers the session's refresh token as its bearer and no access token: its sign-in
+    # signs nothing, so its floor has no ES256 signature. (Until 2026-11-25 siwa signed one there for nothing, and the
+    # report gave this route the native sign-in's floor.)
+    contract_floor = sign_in_floor - floor["es256_sign"]
     refresh_floor = (
         floor["es256_sign"] + floor["sha256_32"] * 2 + floor["random32"] * 2 + floor["sqlite_refresh_write"] + bare
     )
@@ -105,9 +109,10 @@ if floor:
     print("\n| route | floor µs | siwa µs | floor / siwa |")
     print("|---|---|---|---|")
     # PostgreSQL's rows count siwa's process only, not the database's.
-    for label, value in [("sign-in:siwa-native", sign_in_floor), ("sign-in:siwa-contract", sign_in_floor),
+    for label, value in [("sign-in:siwa-native", sign_in_floor), ("sign-in:siwa-contract", contract_floor),
                          ("refresh:siwa", refresh_floor),
-                         ("sign-in:siwa-baseline-native", sign_in_floor), ("refresh:siwa-baseline", refresh_floor),
+                         ("sign-in:siwa-baseline-native", sign_in_floor),
+                         ("sign-in:siwa-baseline-contract", contract_floor), ("refresh:siwa-baseline", refresh_floor),
                          ("sign-in:siwa-pg-native", sign_in_floor), ("refresh:siwa-pg", refresh_floor)]:
         if label in runs:
             spent = stat(label, 1)[0]

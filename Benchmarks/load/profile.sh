@@ -3,9 +3,10 @@
 # PostgreSQL with DATABASE=postgres), signs USERS returning users in once, then samples siwa with `perf record -g` (the
 # kernel's cpu-clock: it needs no hardware counters) while wrk runs the route for DURATION seconds, and prints the
 # symbols with the most samples of their own and the shares of a few groups (SQLite, thread switches, reference
-# counting, allocation, crypto). Loopback only; bounded by DURATION.
+# counting, allocation, crypto). siwa runs with the Vapor tutorial's routes too (SIWA_COMPAT=vapor), as in peers.sh.
+# Loopback only; bounded by DURATION.
 #
-#   ROUTE=sign-in Benchmarks/load/profile.sh          # or ROUTE=refresh, ROUTE=me
+#   ROUTE=sign-in Benchmarks/load/profile.sh          # or ROUTE=contract (the Vapor tutorial's), refresh, me
 #   SIWA_BINARY=/tmp/siwa DURATION=10 Benchmarks/load/profile.sh
 #   DATABASE=postgres Benchmarks/load/profile.sh      # siwa on PostgreSQL (a private one, as peers.sh starts it)
 set -euo pipefail
@@ -27,7 +28,7 @@ command -v perf >/dev/null || { apt-get update >/dev/null && apt-get install -y 
 
 start_emulator "$EMULATOR_PORT" --server-url "http://127.0.0.1:$SERVER_PORT"
 server_environment "$DATABASE" "$SERVER_PORT" "$WORK/siwa.sqlite"
-(cd "$WORK" && exec env "${SERVER_ENV[@]}" "$SIWA" serve >"$WORK/siwa.log" 2>&1) &
+(cd "$WORK" && exec env "${SERVER_ENV[@]}" SIWA_COMPAT=vapor "$SIWA" serve >"$WORK/siwa.log" 2>&1) &
 SERVER=$!
 PIDS+=($SERVER)
 wait_for "http://127.0.0.1:$SERVER_PORT/healthz"
@@ -37,12 +38,13 @@ python3 Benchmarks/load/sign_in_all.py "$SERVER_PORT" /auth/apple/native identit
   "$WORK/identity-tokens" >"$WORK/access"
 case "$ROUTE" in
   sign-in) path=/auth/apple/native mode=native tokens="$WORK/identity-tokens" script=Benchmarks/load/cycle.lua ;;
+  contract) path=/api/auth/siwa mode=vapor tokens="$WORK/identity-tokens" script=Benchmarks/load/cycle.lua ;;
   refresh)
     python3 Benchmarks/load/sign_in_all.py "$SERVER_PORT" /auth/apple/native identityToken refreshToken \
       "$WORK/identity-tokens" $((CONNECTIONS * 8 / USERS + 1)) >"$WORK/refresh"
     path=/auth/refresh mode=refresh tokens="$WORK/refresh" script=Benchmarks/load/refresh.lua ;;
   me) path=/api/me mode=bearer tokens="$WORK/access" script=Benchmarks/load/cycle.lua ;;
-  *) echo "ROUTE is sign-in, refresh or me" >&2; exit 2 ;;
+  *) echo "ROUTE is sign-in, contract, refresh or me" >&2; exit 2 ;;
 esac
 
 perf record -F 1999 -g -e cpu-clock -p "$SERVER" -o "$WORK/perf.data" -- sleep "$DURATION" >/dev/null 2>&1 &

@@ -344,7 +344,11 @@ struct CompatibilityTests {
                 body: try Self.jsonText(["appleIdentityToken": token, "firstName": "Tim", "lastName": "Cook"])
             )
             #expect(signIn.status == .ok)
+            #expect(signIn.headers[.contentType] == "application/json; charset=utf-8")
+            #expect(signIn.headers[.cacheControl] == "no-store")
+            #expect(Set(signIn.json.keys) == ["accessToken", "user"])
             let accessToken = try #require(signIn.json["accessToken"] as? String)
+            #expect(accessToken.hasPrefix("vt."), "the tutorial's bearer is the contract's refresh token")
             let user = try #require(signIn.json["user"] as? [String: Any])
             #expect(user["email"] as? String == "vapor@example.com")
             #expect(user["firstName"] as? String == "Tim")
@@ -359,6 +363,7 @@ struct CompatibilityTests {
                 headers: [.authorization: "Bearer \(accessToken)"]
             )
             #expect(me.status == .ok)
+            #expect(me.headers[.cacheControl] == "no-store")
             #expect(me.json["id"] as? String == user["id"] as? String)
             #expect(me.json["firstName"] as? String == "Tim")
 

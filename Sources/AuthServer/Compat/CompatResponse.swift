@@ -10,10 +10,15 @@ enum CompatResponse {
     static func json(_ value: some Encodable, status: HTTPResponse.Status = .ok) throws -> Response {
         let encoder = JSONEncoder()
         encoder.dateEncodingStrategy = .iso8601
-        return Response(
+        return json(bytes: try encoder.encode(value), status: status)
+    }
+
+    /// A JSON answer already written (the hot routes write theirs directly).
+    static func json(bytes: some Sequence<UInt8>, status: HTTPResponse.Status = .ok) -> Response {
+        Response(
             status: status,
             headers: [.contentType: "application/json; charset=utf-8", .cacheControl: "no-store"],
-            body: .init(byteBuffer: ByteBuffer(bytes: try encoder.encode(value)))
+            body: .init(byteBuffer: ByteBuffer(bytes: bytes))
         )
     }
 

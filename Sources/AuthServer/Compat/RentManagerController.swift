@@ -76,7 +76,7 @@ struct RentManagerController: Sendable {
             )
             return try CompatResponse.json(
                 SignInAnswer(
-                    token: signedIn.accessToken,
+                    token: try signIn.accessToken(for: signedIn).token,
                     refreshToken: signedIn.refreshToken,
                     isNewUser: signedIn.isNewUser,
                     user: user(signedIn.user)

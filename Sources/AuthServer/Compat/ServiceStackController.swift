@@ -167,16 +167,17 @@ struct ServiceStackController: Sendable {
             contract: .serviceStack,
             origin: SessionOrigin(request, context: context, configuration: configuration)
         )
+        let bearerToken = try signIn.accessToken(for: signedIn).token
         var response = try CompatResponse.json(
             answer(
                 user: signedIn.user,
                 sessionID: signedIn.sessionID.description,
-                bearerToken: signedIn.accessToken,
+                bearerToken: bearerToken,
                 refreshToken: signedIn.refreshToken,
             )
         )
         if setsCookies {
-            setTokenCookies(on: &response, bearer: signedIn.accessToken, refresh: signedIn.refreshToken)
+            setTokenCookies(on: &response, bearer: bearerToken, refresh: signedIn.refreshToken)
         }
         return response
     }

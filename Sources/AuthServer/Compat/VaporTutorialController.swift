@@ -27,16 +27,50 @@ struct VaporTutorialController: Sendable {
         var authorizationCode: String?
     }
 
-    struct UserBody: Encodable {
+    /// The tutorial's user object: `{"id", "email", "firstName", "lastName"}`, absent values left out.
+    struct UserBody: Equatable {
         var id: String
         var email: String?
         var firstName: String?
         var lastName: String?
+
+        /// Written directly (the document `JSONEncoder` writes, without its cost on every sign-in).
+        func write(to out: inout [UInt8]) {
+            func member(_ key: StaticString, _ value: String?) {
+                guard let value else { return }
+                out.append(contentsOf: UnsafeBufferPointer(start: key.utf8Start, count: key.utf8CodeUnitCount))
+                JSONWriter.appendString(value, to: &out)
+            }
+            member(#"{"id":"#, id)
+            member(#","email":"#, email)
+            member(#","firstName":"#, firstName)
+            member(#","lastName":"#, lastName)
+            out.append(UInt8(ascii: "}"))
+        }
+
+        var json: [UInt8] {
+            var out: [UInt8] = []
+            out.reserveCapacity(160)
+            write(to: &out)
+            return out
+        }
     }
 
-    struct SignInAnswer: Encodable {
+    /// The sign-in's answer: `{"accessToken", "user"}`, where the tutorial's bearer is the session's refresh token.
+    struct SignInAnswer: Equatable {
         var accessToken: String
         var user: UserBody
+
+        var json: [UInt8] {
+            var out: [UInt8] = []
+            out.reserveCapacity(256)
+            out.append(contentsOf: #"{"accessToken":"#.utf8)
+            JSONWriter.appendString(accessToken, to: &out)
+            out.append(contentsOf: #","user":"#.utf8)
+            user.write(to: &out)
+            out.append(UInt8(ascii: "}"))
+            return out
+        }
     }
 
     func addRoutes(to router: Router<SiwaRequestContext>) {
@@ -98,8 +132,9 @@ struct VaporTutorialController: Sendable {
                 contract: .vaporTutorial,
                 origin: SessionOrigin(request, context: context, configuration: configuration)
             )
-            return try CompatResponse.json(
-                SignInAnswer(accessToken: signedIn.refreshToken, user: Self.user(signedIn.user))
+            // The tutorial's bearer is the refresh token; no access token is signed for this answer.
+            return CompatResponse.json(
+                bytes: SignInAnswer(accessToken: signedIn.refreshToken, user: Self.user(signedIn.user)).json
             )
         }
     }
@@ -119,7 +154,7 @@ struct VaporTutorialController: Sendable {
                 // The tutorial's long-lived opaque token: this contract's refresh token, never another's.
                 userID = try await sessions.session(ofRefreshToken: token, contract: .vaporTutorial).userID
             }
-            return try CompatResponse.json(Self.user(try await sessions.account(userID)))
+            return CompatResponse.json(bytes: Self.user(try await sessions.account(userID)).json)
         }
     }
 

@@ -62,10 +62,11 @@ struct SessionController: Sendable {
             redirectURI: configuration.webCallbackURL,
             origin: SessionOrigin(request, context: context, configuration: configuration)
         )
+        let access = try signIn.accessToken(for: signedIn)
         // `user` as the user cache keeps it, encoded once.
         return SessionResponse(
-            accessToken: signedIn.accessToken,
-            expiresIn: signedIn.expiresIn,
+            accessToken: access.token,
+            expiresIn: access.expiresIn,
             refreshToken: signedIn.refreshToken,
             isNewUser: signedIn.isNewUser,
             userJSON: signedIn.userJSON

@@ -46,14 +46,14 @@ struct SignInService: Sendable {
         self.replays = IdentityTokenReplayGuard(limit: configuration.maximumSessionsPerIdentityToken)
     }
 
-    /// A completed sign-in.
+    /// A completed sign-in. It carries no access token: a route whose answer has one asks for it
+    /// (``accessToken(for:)``), so that a contract answering only the refresh token (the Vapor tutorial's) does not sign
+    /// one for nothing.
     public struct SignedIn: Sendable {
         public var user: UserRecord
         public var isNewUser: Bool
         /// The session the sign-in started.
         public var sessionID: SessionID
-        public var accessToken: String
-        public var expiresIn: Int
         public var refreshToken: String
         /// `user` as JSON, the object `GET /api/me` answers (encoded once, for the user cache and this answer).
         public var userJSON: ByteBuffer
@@ -149,7 +149,6 @@ struct SignInService: Sendable {
             await refused("disabled", channel: channel, clientID: token.aud, userID: outcome.user.id)
             throw AuthServerError.accountDisabled
         }
-        let access = try sessions.issueAccessToken(userID: outcome.user.id, sessionID: session.record.sessionID)
         if let authorizationCode, !authorizationCode.isEmpty, let apple {
             await keepAppleRefreshToken(
                 code: authorizationCode,
@@ -169,11 +168,14 @@ struct SignInService: Sendable {
             user: outcome.user,
             isNewUser: outcome.isNewUser,
             sessionID: session.record.sessionID,
-            accessToken: access.token,
-            expiresIn: access.expiresIn,
             refreshToken: session.refreshToken,
             userJSON: cached.json
         )
+    }
+
+    /// An access token of the session `signedIn` started.
+    func accessToken(for signedIn: SignedIn) throws -> (token: String, expiresIn: Int) {
+        try sessions.issueAccessToken(userID: signedIn.user.id, sessionID: signedIn.sessionID)
     }
 
     /// Records a refused sign-in in the audit log: why (a short code), how and for which client, and the account

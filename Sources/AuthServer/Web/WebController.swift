@@ -269,8 +269,9 @@ struct WebController: Sendable {
                 requiredAudience: servicesID,
                 origin: SessionOrigin(request, context: context, configuration: configuration)
             )
+            let accessToken = try signIn.accessToken(for: signedIn).token
             var response = Self.redirect(destination.stringValue)
-            cookies.set(accessToken: signedIn.accessToken, refreshToken: signedIn.refreshToken, on: &response)
+            cookies.set(accessToken: accessToken, refreshToken: signedIn.refreshToken, on: &response)
             return response
         }
     }
