@@ -16,10 +16,10 @@
 # only; every run is bounded (DURATION seconds, CONNECTIONS connections).
 #
 # BASELINE_BINARY (another build of siwa, e.g. the commit before a change) adds it as a target of its own on SQLite,
-# "siwa-baseline", which runs every one of siwa's routes but /healthz in the same rounds, so that both databases grow
-# alike, and goes first every other round (an even ROUNDS balances the order exactly): a change's effect in one run.
-# (A baseline that skipped routes had the smaller file and ran second in every round: two builds swapped between the
-# roles showed about 2.5% for the role alone.)
+# "siwa-baseline", which runs every one of siwa's routes (in the ROUTES groups) but /healthz in the same rounds, so
+# that both databases grow alike, and goes first every other round (an even ROUNDS balances the order exactly): a
+# change's effect in one run. (A baseline that skipped routes had the smaller file and ran second in every round: two
+# builds swapped between the roles showed about 2.5% for the role alone.)
 #
 # ROUTES (default "sign-in me refresh") picks the groups of routes to run, e.g. ROUTES="sign-in" for a sign-in change:
 # /healthz and the floor run in every round regardless (the report needs them).
@@ -36,7 +36,7 @@ ROUNDS=${ROUNDS:-3}
 USERS=${USERS:-200}
 DISTINCT=${DISTINCT:-20000}
 DATABASES=${DATABASES:-sqlite}
-ROUTES=${ROUTES:-sign-in me refresh}
+ROUTES=$(echo ${ROUTES:-sign-in me refresh}) # one space between names (the checks below match " name ")
 for group in $ROUTES; do
   case "$group" in sign-in | me | refresh) ;; *) echo "ROUTES names sign-in, me and refresh" >&2; exit 2 ;; esac
 done
@@ -123,6 +123,7 @@ done
 SQLITE_SIWAS=(siwa)
 [ -n "${BASELINE_BINARY:-}" ] && SQLITE_SIWAS+=(siwa-baseline)
 for name in "${SQLITE_SIWAS[@]}"; do
+  [[ " $ROUTES " == *" me "* ]] || break # DISTINCT tokens for /api/me only
   python3 Benchmarks/load/sign_in_all.py "${PORT_OF[$name]}" /auth/apple/native identityToken accessToken \
     "$WORK/identity-tokens" $((DISTINCT / USERS)) >"$WORK/$name-access-many"
 done

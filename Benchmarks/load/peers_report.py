@@ -95,9 +95,9 @@ if floor:
         floor["rsa2048_verify"] + floor["es256_sign"] + floor["sha256_identity_token"] + floor["sha256_32"] * 2
         + floor["random32"] * 2 + floor["sqlite_sign_in_write"] + bare
     )
-    # The Vapor tutorial's contract answers the session's refresh token as its bearer and no access token: its sign-in
-    # signs nothing, so its floor has no ES256 signature. (Until 2026-11-25 siwa signed one there for nothing, and the
-    # report gave this route the native sign-in's floor.)
+    # The Vapor tutorial's contract answers the session's refresh token as its bearer and no access token: the route's
+    # floor (the work its answer needs, whichever build runs it) has no ES256 signature. (Until 2026-11-25 siwa signed
+    # one there for nothing, and the report gave this route the native sign-in's floor.)
     contract_floor = sign_in_floor - floor["es256_sign"]
     refresh_floor = (
         floor["es256_sign"] + floor["sha256_32"] * 2 + floor["random32"] * 2 + floor["sqlite_refresh_write"] + bare

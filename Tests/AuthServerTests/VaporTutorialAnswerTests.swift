@@ -28,6 +28,7 @@ struct VaporTutorialAnswerTests {
         TutorialUser(id: "u", email: nil, firstName: nil, lastName: nil),
         TutorialUser(id: "u", email: "a\"b\\c\u{1}/@example.com", firstName: "Zoë\n\t", lastName: nil),
         TutorialUser(id: "u", email: nil, firstName: "", lastName: "O\"Neil 🍎"),
+        TutorialUser(id: "\r\u{8}\u{C}\u{7F}", email: "\u{2028}\u{2029}\u{0}", firstName: "\\\\", lastName: "\u{1F}"),
     ]
 
     @Test(arguments: users)

@@ -34,11 +34,12 @@ struct VaporTutorialController: Sendable {
         var firstName: String?
         var lastName: String?
 
-        /// Written directly (the document `JSONEncoder` writes, without its cost on every sign-in).
+        /// Written directly: the same document as `JSONEncoder`'s (the same members and values; `JSONEncoder` also
+        /// escapes `/`, which JSON does not require), without its cost on every sign-in.
         func write(to out: inout [UInt8]) {
             func member(_ key: StaticString, _ value: String?) {
                 guard let value else { return }
-                out.append(contentsOf: UnsafeBufferPointer(start: key.utf8Start, count: key.utf8CodeUnitCount))
+                key.withUTF8Buffer { out.append(contentsOf: $0) }
                 JSONWriter.appendString(value, to: &out)
             }
             member(#"{"id":"#, id)
@@ -162,8 +163,8 @@ struct VaporTutorialController: Sendable {
         UserBody(id: user.id.description, email: user.email, firstName: user.givenName, lastName: user.familyName)
     }
 
-    /// Errors as Vapor's `ErrorMiddleware` writes them, `{"error": true, "reason": …}`, plus siwa's code.
-    /// The tutorial's error envelope: `{"error": true, "reason", "code"}` (Vapor's `ErrorMiddleware` shape).
+    /// The tutorial's error envelope: `{"error": true, "reason", "code"}` (Vapor's `ErrorMiddleware` shape, plus
+    /// siwa's code).
     static func answering(_ body: () async throws -> Response) async -> Response {
         await CompatResponse.answering(
             envelope: { code, message in ["error": true, "reason": message, "code": code] },

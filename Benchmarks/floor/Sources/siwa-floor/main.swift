@@ -14,6 +14,7 @@ import Foundation
 // {"name", "us"} (the median of 7 batches, CPU microseconds per operation).
 //
 //   siwa-floor FOLDER      (FOLDER holds the SQLite file; made if missing)
+//   FLOOR_PRAGMAS="PRAGMA wal_autocheckpoint=4000" siwa-floor FOLDER    (SQLite settings to try, after siwa's own)
 
 let folder = CommandLine.arguments.dropFirst().first ?? NSTemporaryDirectory()
 try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
@@ -59,7 +60,9 @@ measure("sha256_32", count: 50_000) { _ = SHA256.hash(data: thirtyTwo) }
 var generator = SystemRandomNumberGenerator()
 measure("random32", count: 50_000) {
     var bytes = [UInt8](repeating: 0, count: 32)
-    for index in 0..<4 { withUnsafeBytes(of: generator.next()) { bytes.replaceSubrange(index * 8..<index * 8 + 8, with: $0) } }
+    for index in 0..<4 {
+        withUnsafeBytes(of: generator.next()) { bytes.replaceSubrange(index * 8..<index * 8 + 8, with: $0) }
+    }
 }
 
 // SQLite: WAL, synchronous=NORMAL, statements prepared once.
@@ -74,6 +77,7 @@ func execute(_ sql: String) {
     }
 }
 execute("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON")
+if let pragmas = ProcessInfo.processInfo.environment["FLOOR_PRAGMAS"], !pragmas.isEmpty { execute(pragmas) }
 execute(
     """
     CREATE TABLE users (id TEXT PRIMARY KEY, apple_user_id TEXT UNIQUE, email TEXT, last_sign_in_at BIGINT,
