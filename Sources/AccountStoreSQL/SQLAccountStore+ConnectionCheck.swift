@@ -93,7 +93,7 @@ extension SQLAccountStore {
     /// `SELECT 1`, and closes the connection.
     ///
     /// - Parameters:
-    ///   - url: `postgres://USER:PASSWORD@HOST:PORT/DATABASE`, as for ``postgres(url:schema:connectionsPerEventLoop:logger:)``.
+    ///   - url: `postgres://USER:PASSWORD@HOST:PORT/DATABASE`, as for ``postgres(url:schema:maximumConnections:logger:)``.
     ///   - timeout: How long to wait for the whole check.
     ///   - logger: For the driver's debug logs.
     /// - Returns: ``ConnectionCheck/connected``.

@@ -21,7 +21,7 @@ private typealias Glibc = Darwin
 /// `siwa serve` processes on one database).
 ///
 /// Open one with ``sqlite(path:connectionsPerEventLoop:busyTimeout:logger:)`` or
-/// ``postgres(url:schema:connectionsPerEventLoop:logger:)``: both bring the schema up to date before they return, and
+/// ``postgres(url:schema:maximumConnections:logger:)``: both bring the schema up to date before they return, and
 /// both pool connections (a few per event loop of NIO's shared group, opened on demand and reused). Call
 /// ``shutdown()`` when done: it closes every connection.
 ///
@@ -129,7 +129,9 @@ public final class SQLAccountStore: AccountStore {
     ///     `require`.
     ///   - schema: A schema of its own for siwa's tables (created when missing), or `nil` for the user's default
     ///     search path. Letters, digits and `_`, at most 63.
-    ///   - connectionsPerEventLoop: The pool's limit per event loop of NIO's shared group.
+    ///   - maximumConnections: The most connections the store opens at once (1 to 1,000), or `nil` for
+    ///     ``defaultMaximumConnections``. Every instance's, added up, must stay under the server's `max_connections`: a
+    ///     connection the server refuses fails its request with ``StoreError/Code/unavailable``.
     ///   - logger: For the store's debug logs and the migrations it applies.
     /// - Returns: A store at the current ``schemaVersion``.
     /// - Throws: ``StoreError/Code/invalidInput`` for a URL or schema that cannot be used (the reason never repeats
@@ -139,29 +141,37 @@ public final class SQLAccountStore: AccountStore {
     public static func postgres(
         url: String,
         schema: String? = nil,
-        connectionsPerEventLoop: Int = 4,
+        maximumConnections: Int? = nil,
         logger: Logger
     ) async throws(StoreError) -> SQLAccountStore {
         try await postgres(
             url: url,
             schema: schema,
-            connectionsPerEventLoop: connectionsPerEventLoop,
+            maximumConnections: maximumConnections,
             pooling: .siwa,
             logger: logger
         )
     }
 
-    /// ``postgres(url:schema:connectionsPerEventLoop:logger:)`` with a choice of pool, for the benchmark that
-    /// compares them (``PostgresPooling``).
+    /// The most connections a PostgreSQL store opens when not told: 8 per event loop of NIO's shared group (one loop
+    /// per CPU core), at most 64. Under 64 concurrent sign-ins on 2 cores, 16 connections took 1.12–1.16× less of
+    /// siwa's CPU per request than 8, the database's CPU per request within its noise, and 32 or 64 gained nothing
+    /// over 16 (`Benchmarks/load/pg-pool.sh`, docs/performance.md).
+    public static var defaultMaximumConnections: Int {
+        min(Array(MultiThreadedEventLoopGroup.singleton.makeIterator()).count * 8, 64)
+    }
+
+    /// ``postgres(url:schema:maximumConnections:logger:)`` with a choice of pool, for the benchmark that compares
+    /// them (``PostgresPooling``).
     package static func postgres(
         url: String,
         schema: String?,
-        connectionsPerEventLoop: Int,
+        maximumConnections: Int?,
         pooling: PostgresPooling,
         logger: Logger
     ) async throws(StoreError) -> SQLAccountStore {
-        guard connectionsPerEventLoop > 0 else {
-            throw StoreError(.invalidInput, "open the PostgreSQL store: at least one connection is needed")
+        if let maximumConnections, !(1...1_000).contains(maximumConnections) {
+            throw StoreError(.invalidInput, "open the PostgreSQL store: the most connections is from 1 to 1,000")
         }
         var configuration: SQLPostgresConfiguration
         do {
@@ -179,7 +189,7 @@ public final class SQLAccountStore: AccountStore {
             }
             configuration.searchPath = [schema]
         }
-        let limit = Array(MultiThreadedEventLoopGroup.singleton.makeIterator()).count * connectionsPerEventLoop
+        let limit = maximumConnections ?? defaultMaximumConnections
         let connections: any SQLConnections
         switch pooling {
         case .siwa:

@@ -20,7 +20,11 @@ enum StoreFactory {
         let store: SQLAccountStore
         do {
             if let url = settings.databaseURL {
-                store = try await SQLAccountStore.postgres(url: url, logger: logger)
+                store = try await SQLAccountStore.postgres(
+                    url: url,
+                    maximumConnections: settings.databaseMaxConnections,
+                    logger: logger
+                )
                 logger.info("using PostgreSQL")
             } else {
                 store = try await SQLAccountStore.sqlite(path: settings.databasePath, logger: logger)

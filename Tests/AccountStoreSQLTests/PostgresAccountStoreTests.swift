@@ -66,7 +66,7 @@ struct PostgresAccountStoreTests {
         let url = try #require(components.string)
         let (logger, recording) = LogRecording.logger()
         let error = await #expect(throws: StoreError.self) {
-            try await SQLAccountStore.postgres(url: url, connectionsPerEventLoop: 1, logger: logger)
+            try await SQLAccountStore.postgres(url: url, maximumConnections: 2, logger: logger)
         }
         #expect(error?.code == .unavailable)
         #expect(error?.reason.contains("wrong-password-4711") == false, "the error does not repeat the password")
@@ -108,7 +108,7 @@ struct PostgresAccountStoreTests {
         await #expect(throws: StoreError.unavailable) {
             try await SQLAccountStore.postgres(
                 url: "postgres://user:pw@127.0.0.1:1/db?sslmode=disable",
-                connectionsPerEventLoop: 1,
+                maximumConnections: 2,
                 logger: StoreHarness.quietLogger
             )
         }

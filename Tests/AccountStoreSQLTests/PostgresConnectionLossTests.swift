@@ -22,7 +22,7 @@ struct PostgresConnectionLossTests {
         let store = try await SQLAccountStore.postgres(
             url: url,
             schema: StoreHarness.freshSchema(),
-            connectionsPerEventLoop: 1,
+            maximumConnections: 2,
             logger: StoreHarness.quietLogger
         )
         let pool = try #require(store.connections as? SQLConnectionPool<PostgresConnection>)

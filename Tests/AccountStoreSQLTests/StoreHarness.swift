@@ -48,7 +48,7 @@ enum StoreHarness {
         let store = try await SQLAccountStore.postgres(
             url: url,
             schema: schema,
-            connectionsPerEventLoop: 2,
+            maximumConnections: 4,
             logger: logger
         )
         return try await withClosing(store, close: { await $0.shutdown() }, body)

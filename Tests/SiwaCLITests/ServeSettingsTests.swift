@@ -20,6 +20,8 @@ struct ServeSettingsTests {
         ("SIWA_REQUEST_BODY_TIMEOUT", "forever"), ("SIWA_REFRESH_REUSE_GRACE", "999"),
         ("SIWA_MAX_SESSIONS_PER_IDENTITY_TOKEN", "-1"), ("SIWA_ADMIN_USERS", "boss@example.com"),
         ("SIWA_AUDIT_RETENTION_DAYS", "0"), ("SIWA_AUDIT_RETENTION_DAYS", "3651"),
+        ("SIWA_DATABASE_MAX_CONNECTIONS", "0"), ("SIWA_DATABASE_MAX_CONNECTIONS", "2.5"),
+        ("SIWA_DATABASE_MAX_CONNECTIONS", "1001"),
     ])
     func aBadSettingStopsStartUpNamingIt(variable: String, value: String) async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("siwa-serve-\(UUID().uuidString)")

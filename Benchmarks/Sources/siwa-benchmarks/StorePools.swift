@@ -35,7 +35,7 @@ nonisolated func runStorePools(arguments: [String]) async throws {
             let store = try await SQLAccountStore.postgres(
                 url: url,
                 schema: schema,
-                connectionsPerEventLoop: 4,
+                maximumConnections: nil,
                 pooling: pooling,
                 logger: logger
             )

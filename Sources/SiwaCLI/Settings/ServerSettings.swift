@@ -17,6 +17,8 @@ struct ServerSettings {
     /// `postgres://…` when set; otherwise SQLite at ``databasePath``.
     var databaseURL: String?
     var databasePath = "siwa.sqlite"
+    /// `SIWA_DATABASE_MAX_CONNECTIONS`: PostgreSQL's pool limit; `nil` for the store's default.
+    var databaseMaxConnections: Int?
     /// The data keys: the first seals, every one opens.
     var dataKeys: DataKeyRing
     /// The server's own TLS (`SIWA_TLS_CERTIFICATE_FILE`, `SIWA_TLS_KEY_FILE`); `nil` for plain HTTP.
@@ -152,6 +154,17 @@ struct ServerSettings {
             }
             return number
         }
+        func wholeNumber(_ name: String, _ range: ClosedRange<Int>) throws -> Int? {
+            guard let number = try number(name, Double(range.lowerBound)...Double(range.upperBound)) else { return nil }
+            guard number == number.rounded() else {
+                throw Problem(
+                    variable: name,
+                    fix:
+                        "expected a whole number from \(range.lowerBound) to \(range.upperBound), got '\(Self.plain(number))'"
+                )
+            }
+            return Int(number)
+        }
         func flag(_ name: String) throws -> Bool? {
             guard let text = value(name)?.lowercased() else { return nil }
             switch text {
@@ -226,15 +239,7 @@ struct ServerSettings {
             dataKeys: DataKeyRing(key: SymmetricKey(size: .bits256))
         )
         if let host = value("SIWA_HOST") { settings.host = host }
-        if let port = try number("SIWA_PORT", 0...65_535) {
-            guard port == port.rounded() else {
-                throw Problem(
-                    variable: "SIWA_PORT",
-                    fix: "expected a whole number from 0 to 65535, got '\(Self.plain(port))'"
-                )
-            }
-            settings.port = Int(port)
-        }
+        if let port = try wholeNumber("SIWA_PORT", 0...65_535) { settings.port = port }
         try loadTLS(into: &settings, publicURLIsSet: value("SIWA_PUBLIC_URL") != nil, value: value, number: number)
         if let level = value("SIWA_LOG_LEVEL") {
             guard let parsed = Logger.Level(rawValue: level.lowercased()) else {
@@ -264,6 +269,9 @@ struct ServerSettings {
         if let path = value("SIWA_DATABASE_PATH") {
             settings.databasePath = path
             settings.databaseIsConfigured = true
+        }
+        if let count = try wholeNumber("SIWA_DATABASE_MAX_CONNECTIONS", 1...1_000) {
+            settings.databaseMaxConnections = count
         }
         let keyFile = value("SIWA_DATA_KEY_FILE") ?? "siwa-data.key"
         settings.dataKeyFile = keyFile

@@ -159,6 +159,15 @@ enum SettingsCatalog {
                     meaning: "The SQLite file (created 0600)."
                 ),
                 .init(
+                    key: "database.maxConnections",
+                    variable: "SIWA_DATABASE_MAX_CONNECTIONS",
+                    defaultValue: "",
+                    meaning:
+                        "PostgreSQL: the most connections this process opens (1 to 1000; when not set, 8 per CPU "
+                        + "core, at most 64). Added up over every instance and running siwa command, keep it under the "
+                        + "server's max_connections: a connection the server refuses fails its request with 503."
+                ),
+                .init(
                     key: "dataKey",
                     variable: "SIWA_DATA_KEY",
                     defaultValue: "",

@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# How many PostgreSQL connections a siwa process needs (SIWA_DATABASE_MAX_CONNECTIONS): starts the Apple ID emulator,
+# a private PostgreSQL (scripts/with-postgres) and one siwa per pool size in POOLS, all on the same database (as
+# instances of one deployment are), signs USERS returning users in once on each, then runs wrk against each in turn,
+# ROUTE (sign-in or refresh), for ROUNDS rounds with the order rotating, and prints per pool size the medians and
+# ranges of requests/s, siwa's CPU per request and PostgreSQL's (utime + stime from /proc: siwa's process, and every
+# `postgres` process, the server's own included, so that a pool that moved work into the database would show it) and
+# p99. Loopback only; every run is bounded (DURATION seconds, CONNECTIONS connections).
+#
+#   Benchmarks/load/pg-pool.sh
+#   POOLS="4 8 16 32" ROUTE=refresh SIWA_BINARY=/tmp/siwa DURATION=8 ROUNDS=4 Benchmarks/load/pg-pool.sh
+set -euo pipefail
+if [ -z "${SIWA_TEST_POSTGRES_URL:-}" ]; then
+  exec "$(dirname "$0")/../../scripts/with-postgres" "$0" "$@"
+fi
+POOLS=${POOLS:-4 8 16}
+ROUTE=${ROUTE:-sign-in}
+DURATION=${DURATION:-8}
+ROUNDS=${ROUNDS:-4}
+CONNECTIONS=${CONNECTIONS:-64}
+USERS=${USERS:-200}
+EMULATOR_PORT=${EMULATOR_PORT:-19290}
+FIRST_PORT=${FIRST_PORT:-18280}
+BUNDLE=com.example.siwa.demo
+source "$(dirname "$0")/common.sh"
+need wrk
+case "$ROUTE" in sign-in | refresh) ;; *) echo "ROUTE is sign-in or refresh" >&2; exit 2 ;; esac
+
+start_emulator "$EMULATOR_PORT" --server-url "http://127.0.0.1:$FIRST_PORT"
+declare -A PID_OF PORT_OF
+port=$FIRST_PORT
+for pool in $POOLS; do
+  server_environment postgres "$port" "$WORK/unused.sqlite"
+  (cd "$WORK" && exec env "${SERVER_ENV[@]}" SIWA_DATABASE_MAX_CONNECTIONS="$pool" "$SIWA" serve \
+    >"$WORK/siwa-$pool.log" 2>&1) &
+  PIDS+=($!)
+  PID_OF[$pool]=$!
+  PORT_OF[$pool]=$port
+  wait_for "http://127.0.0.1:$port/healthz"
+  port=$((port + 1))
+done
+
+python3 Benchmarks/load/tokens.py "$EMULATOR_PORT" "$USERS" pgpool $BUNDLE >"$WORK/identity-tokens"
+for pool in $POOLS; do
+  python3 Benchmarks/load/sign_in_all.py "${PORT_OF[$pool]}" /auth/apple/native identityToken accessToken \
+    "$WORK/identity-tokens" >/dev/null
+done
+
+ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+postgres_ticks() { for pid in $(pgrep -x postgres); do awk '{print $14 + $15}' "/proc/$pid/stat" 2>/dev/null; done | awk '{ s += $1 } END { print s + 0 }'; }
+HZ=$(getconf CLK_TCK)
+RESULTS="$WORK/results"
+: >"$RESULTS"
+echo "pool req/s cpu-us-per-request p99-ms non-2xx postgres-cpu-us-per-request"
+read -r -a ORDER <<<"$POOLS"
+for round in $(seq 1 "$ROUNDS"); do
+  echo "== round $round of $ROUNDS"
+  for pool in "${ORDER[@]}"; do
+    if [ "$ROUTE" = refresh ]; then
+      # Fresh sessions each round: a refresh token from an earlier round would be reuse.
+      python3 Benchmarks/load/sign_in_all.py "${PORT_OF[$pool]}" /auth/apple/native identityToken refreshToken \
+        "$WORK/identity-tokens" $((CONNECTIONS * 8 / USERS + 1)) >"$WORK/refresh-$pool-$round"
+      path=/auth/refresh mode=refresh tokens="$WORK/refresh-$pool-$round" script=Benchmarks/load/refresh.lua
+    else
+      path=/auth/apple/native mode=native tokens="$WORK/identity-tokens" script=Benchmarks/load/cycle.lua
+    fi
+    before=$(ticks "${PID_OF[$pool]}")
+    postgres_before=$(postgres_ticks)
+    out=$(PEER_TOKENS="$tokens" PEER_MODE="$mode" SIWA_REFRESH_TOKENS="$tokens" SIWA_WRK_THREADS=2 \
+      wrk -t2 -c"$CONNECTIONS" -d"${DURATION}s" --latency -s "$script" "http://127.0.0.1:${PORT_OF[$pool]}$path")
+    after=$(ticks "${PID_OF[$pool]}")
+    postgres_after=$(postgres_ticks)
+    echo "$out" | awk -v pool="$pool" -v ticks=$((after - before)) -v pg=$((postgres_after - postgres_before)) -v hz="$HZ" '
+      / requests in / { requests = $1 }
+      /Requests\/sec/ { rps = $2 }
+      $1 == "99%" { p99 = $2; if (p99 ~ /us$/) p99 = p99 / 1000; else if (p99 ~ /ms$/) p99 = p99 + 0; else p99 = p99 * 1000 }
+      /Non-2xx/ { errors = $5 }
+      END { printf "%s %s %.1f %.2f %d %.1f\n", pool, rps, requests ? ticks * 1e6 / hz / requests : 0, p99, errors + 0,
+        requests ? pg * 1e6 / hz / requests : 0 }' \
+      | tee -a "$RESULTS"
+  done
+  ORDER=("${ORDER[@]:1}" "${ORDER[0]}") # each pool size takes each place in turn
+done
+
+python3 - "$RESULTS" "$ROUTE" <<'EOF'
+import statistics, sys
+runs = {}
+for line in open(sys.argv[1]):
+    pool, rps, cpu, p99, errors, postgres = line.split()
+    runs.setdefault(int(pool), []).append((float(rps), float(cpu), float(p99), float(postgres), int(errors)))
+print(f"\n{sys.argv[2]} on PostgreSQL by pool size (medians, ranges):\n")
+print("| connections | req/s | siwa CPU µs/request | PostgreSQL CPU µs/request | p99 ms | non-2xx |")
+print("|---|---|---|---|---|---|")
+for pool in sorted(runs):
+    cols = []
+    for index, digits in [(0, 0), (1, 0), (3, 0), (2, 1)]:
+        values = [run[index] for run in runs[pool]]
+        cols.append(f"{statistics.median(values):,.{digits}f} ({min(values):,.{digits}f}–{max(values):,.{digits}f})")
+    print(f"| {pool} | {' | '.join(cols)} | {sum(run[4] for run in runs[pool])} |")
+EOF
