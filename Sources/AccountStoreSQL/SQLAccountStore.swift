@@ -22,7 +22,7 @@ private typealias Glibc = Darwin
 ///
 /// Open one with ``sqlite(path:connectionsPerEventLoop:busyTimeout:logger:)`` or
 /// ``postgres(url:schema:maximumConnections:logger:)``: both bring the schema up to date before they return, and
-/// both pool connections (a few per event loop of NIO's shared group, opened on demand and reused). Call
+/// both pool connections (opened on demand and reused, up to a limit). Call
 /// ``shutdown()`` when done: it closes every connection.
 ///
 /// Every method runs as one statement or one transaction. Times are kept as milliseconds, refresh-token and nonce
@@ -153,13 +153,11 @@ public final class SQLAccountStore: AccountStore {
         )
     }
 
-    /// The most connections a PostgreSQL store opens when not told: 8 per event loop of NIO's shared group (one loop
-    /// per CPU core), at most 64. Under 64 concurrent sign-ins on 2 cores, 16 connections took 1.12–1.16× less of
-    /// siwa's CPU per request than 8, the database's CPU per request within its noise, and 32 or 64 gained nothing
-    /// over 16 (`Benchmarks/load/pg-pool.sh`, docs/performance.md).
-    public static var defaultMaximumConnections: Int {
-        min(Array(MultiThreadedEventLoopGroup.singleton.makeIterator()).count * 8, 64)
-    }
+    /// The most connections a PostgreSQL store opens when not told. Under 64 concurrent sign-ins on 2 cores, 16
+    /// connections took 1.12–1.16× less of siwa's CPU per request than 8, the database's within its noise, and 32 or
+    /// 64 gained nothing over 16 (`Benchmarks/load/pg-pool.sh`, docs/performance.md). It does not grow with the
+    /// cores: six processes at the default fit PostgreSQL's default `max_connections` (100) on any machine.
+    public static let defaultMaximumConnections = 16
 
     /// ``postgres(url:schema:maximumConnections:logger:)`` with a choice of pool, for the benchmark that compares
     /// them (``PostgresPooling``).

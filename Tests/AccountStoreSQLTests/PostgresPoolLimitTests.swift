@@ -1,5 +1,4 @@
 import AccountStore
-import NIOCore
 import PostgresNIO
 import SiwaTesting
 import Testing
@@ -52,7 +51,7 @@ struct PostgresPoolLimitTests {
         #expect(backends.count <= 3, "\(backends.count) server processes served a store allowed 3 connections")
     }
 
-    @Test func withoutASettingTheLimitIsEightPerCoreAtMost64() async throws {
+    @Test func withoutASettingTheLimitIs16() async throws {
         let url = try #require(StoreHarness.postgresURL)
         let store = try await SQLAccountStore.postgres(
             url: url,
@@ -62,7 +61,7 @@ struct PostgresPoolLimitTests {
         let limit = (store.connections as? SQLConnectionPool<PostgresConnection>)?.limit
         await store.shutdown()
         #expect(limit == SQLAccountStore.defaultMaximumConnections)
-        #expect(limit == min(8 * System.coreCount, 64))
+        #expect(limit == 16)
     }
 }
 

@@ -35,7 +35,7 @@ nonisolated func runStorePools(arguments: [String]) async throws {
             let store = try await SQLAccountStore.postgres(
                 url: url,
                 schema: schema,
-                maximumConnections: nil,
+                maximumConnections: 8,  // docs/reliability.md's figures: 4 per event loop on 2 cores
                 pooling: pooling,
                 logger: logger
             )

@@ -161,11 +161,11 @@ enum SettingsCatalog {
                 .init(
                     key: "database.maxConnections",
                     variable: "SIWA_DATABASE_MAX_CONNECTIONS",
-                    defaultValue: "",
+                    defaultValue: "16",
                     meaning:
-                        "PostgreSQL: the most connections this process opens (1 to 1000; when not set, 8 per CPU "
-                        + "core, at most 64). Added up over every instance and running siwa command, keep it under the "
-                        + "server's max_connections: a connection the server refuses fails its request with 503."
+                        "PostgreSQL: the most connections this process opens (1 to 1000), on demand. Added up over "
+                        + "every instance and running siwa command, keep it under the server's max_connections: a "
+                        + "connection the server refuses fails its request with 503."
                 ),
                 .init(
                     key: "dataKey",
