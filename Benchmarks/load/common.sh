@@ -5,7 +5,8 @@
 # It moves to the repository's root and sets ROOT; SIWA, the siwa binary to run ($SIWA_BINARY, e.g. a release build
 # copied aside while other builds go on, or else a fresh release build); WORK, a temporary folder removed at exit
 # (kept when KEEP_WORK is set); PIDS, processes stopped at exit (with KILL_SIGNAL, TERM by default); FAILED and
-# check (PASS/FAIL lines); wait_for; need (installs a missing tool from apt); start_emulator; server_environment.
+# check (PASS/FAIL lines); wait_for; need (installs a missing tool from apt); start_emulator; server_environment;
+# wrk_measure.
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 ROOT=$(pwd)
 
@@ -54,4 +55,28 @@ server_environment() {
     SIWA_MAX_CONNECTIONS_PER_ADDRESS=100000 SIWA_MAX_SESSIONS_PER_IDENTITY_TOKEN=0
     SIWA_DATA_KEY_FILE="$WORK/data.key" SIWA_DATABASE_PATH="$database_file")
   if [ "$database" = postgres ]; then SERVER_ENV+=(SIWA_DATABASE_URL="$SIWA_TEST_POSTGRES_URL"); fi
+}
+
+# Runs wrk (THREADS threads, CONNECTIONS connections, DURATION seconds, the Lua SCRIPT when given, which reads its
+# settings from the caller's environment) against URL and prints "req/s cpu-us-per-request p99-ms non-2xx" for process
+# PID: its utime + stime from /proc over the run, divided by the requests wrk completed. With TICKS, the name of a
+# command that prints a CPU tick count (e.g. a database's processes), its ticks per request follow as a fifth column.
+wrk_measure() { # PID URL [SCRIPT] [TICKS]
+  local pid=$1 url=$2 script=${3:-} other=${4:-} before after other_before=0 other_after=0 out
+  before=$(awk '{print $14 + $15}' "/proc/$pid/stat")
+  [ -z "$other" ] || other_before=$("$other")
+  out=$(wrk -t"${THREADS:-2}" -c"$CONNECTIONS" -d"${DURATION}s" --latency ${script:+-s "$script"} "$url") || return 1
+  after=$(awk '{print $14 + $15}' "/proc/$pid/stat")
+  [ -z "$other" ] || other_after=$("$other")
+  echo "$out" | awk -v ticks=$((after - before)) -v other=$((other_after - other_before)) -v extra="$other" \
+    -v hz="$(getconf CLK_TCK)" '
+    / requests in / { requests = $1 }
+    /Requests\/sec/ { rps = $2 }
+    $1 == "99%" { p99 = $2; if (p99 ~ /us$/) p99 = p99 / 1000; else if (p99 ~ /ms$/) p99 = p99 + 0; else p99 = p99 * 1000 }
+    /Non-2xx/ { errors = $5 }
+    END {
+      printf "%s %.1f %.2f %d", rps, requests ? ticks * 1e6 / hz / requests : 0, p99, errors + 0
+      if (extra != "") printf " %.1f", requests ? other * 1e6 / hz / requests : 0
+      printf "\n"
+    }'
 }

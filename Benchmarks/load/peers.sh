@@ -132,27 +132,17 @@ for name in peer peer-wal; do
     "$WORK/identity-tokens" >"$WORK/$name-bearer"
 done
 
-ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
-HZ=$(getconf CLK_TCK)
 RESULTS="$WORK/results"
 : >"$RESULTS"
 run() { # label target path mode tokens-file
-  local label=$1 target=$2 path=$3 mode=$4 tokens=$5 before after out script=Benchmarks/load/cycle.lua
+  local label=$1 target=$2 path=$3 mode=$4 tokens=$5 script=Benchmarks/load/cycle.lua
   [ "${label%%:*}" = healthz ] || [[ " $ROUTES " == *" ${label%%:*} "* ]] || return 0
   [ "$mode" = refresh ] && script=Benchmarks/load/refresh.lua
   [ "$mode" = none ] && script=""
-  before=$(ticks "${PID_OF[$target]}")
-  out=$(PEER_TOKENS="$tokens" PEER_MODE="$mode" SIWA_REFRESH_TOKENS="$tokens" SIWA_WRK_THREADS="$THREADS" \
-    wrk -t"$THREADS" -c"$CONNECTIONS" -d"${DURATION}s" --latency ${script:+-s "$script"} \
-    "http://127.0.0.1:${PORT_OF[$target]}$path")
-  after=$(ticks "${PID_OF[$target]}")
-  echo "$out" | awk -v label="$label" -v ticks=$((after - before)) -v hz="$HZ" '
-    / requests in / { requests = $1 }
-    /Requests\/sec/ { rps = $2 }
-    $1 == "99%" { p99 = $2; if (p99 ~ /us$/) p99 = p99 / 1000; else if (p99 ~ /ms$/) p99 = p99 + 0; else p99 = p99 * 1000 }
-    /Non-2xx/ { errors = $5 }
-    END { printf "%s %s %.1f %.2f %d\n", label, rps, requests ? ticks * 1e6 / hz / requests : 0, p99, errors + 0 }' \
-    | tee -a "$RESULTS"
+  local measured
+  measured=$(PEER_TOKENS="$tokens" PEER_MODE="$mode" SIWA_REFRESH_TOKENS="$tokens" SIWA_WRK_THREADS="$THREADS" \
+    wrk_measure "${PID_OF[$target]}" "http://127.0.0.1:${PORT_OF[$target]}$path" "$script")
+  echo "$label $measured" | tee -a "$RESULTS"
 }
 
 echo "label req/s cpu-us-per-request p99-ms non-2xx"

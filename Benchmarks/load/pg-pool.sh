@@ -49,7 +49,6 @@ for pool in $POOLS; do
     "$WORK/identity-tokens" >/dev/null
 done
 
-ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 # The server of SIWA_TEST_POSTGRES_URL: the postmaster listening on its port (none when it runs elsewhere).
 PG_PORT=$(sed -E 's|.*@[^:/]+:([0-9]+)/.*|\1|' <<<"$SIWA_TEST_POSTGRES_URL")
 POSTMASTER=$(pgrep -o -f -- "-p $PG_PORT( |\$)" || true)
@@ -60,7 +59,6 @@ postgres_ticks() {
     awk '{print $14 + $15}' "/proc/$pid/stat" 2>/dev/null || true # a child may exit meanwhile
   done | awk '{ s += $1 } END { print s + 0 }'
 }
-HZ=$(getconf CLK_TCK)
 RESULTS="$WORK/results"
 : >"$RESULTS"
 echo "pool req/s cpu-us-per-request p99-ms non-2xx postgres-cpu-us-per-request"
@@ -76,20 +74,9 @@ for round in $(seq 1 "$ROUNDS"); do
     else
       path=/auth/apple/native mode=native tokens="$WORK/identity-tokens" script=Benchmarks/load/cycle.lua
     fi
-    before=$(ticks "${PID_OF[$pool]}")
-    postgres_before=$(postgres_ticks)
-    out=$(PEER_TOKENS="$tokens" PEER_MODE="$mode" SIWA_REFRESH_TOKENS="$tokens" SIWA_WRK_THREADS=2 \
-      wrk -t2 -c"$CONNECTIONS" -d"${DURATION}s" --latency -s "$script" "http://127.0.0.1:${PORT_OF[$pool]}$path")
-    after=$(ticks "${PID_OF[$pool]}")
-    postgres_after=$(postgres_ticks)
-    echo "$out" | awk -v pool="$pool" -v ticks=$((after - before)) -v pg=$((postgres_after - postgres_before)) -v hz="$HZ" '
-      / requests in / { requests = $1 }
-      /Requests\/sec/ { rps = $2 }
-      $1 == "99%" { p99 = $2; if (p99 ~ /us$/) p99 = p99 / 1000; else if (p99 ~ /ms$/) p99 = p99 + 0; else p99 = p99 * 1000 }
-      /Non-2xx/ { errors = $5 }
-      END { printf "%s %s %.1f %.2f %d %.1f\n", pool, rps, requests ? ticks * 1e6 / hz / requests : 0, p99, errors + 0,
-        requests ? pg * 1e6 / hz / requests : 0 }' \
-      | tee -a "$RESULTS"
+    measured=$(PEER_TOKENS="$tokens" PEER_MODE="$mode" SIWA_REFRESH_TOKENS="$tokens" SIWA_WRK_THREADS=2 \
+      wrk_measure "${PID_OF[$pool]}" "http://127.0.0.1:${PORT_OF[$pool]}$path" "$script" postgres_ticks)
+    echo "$pool $measured" | tee -a "$RESULTS"
   done
   ORDER=("${ORDER[@]:1}" "${ORDER[0]}") # each pool size takes each place in turn
 done

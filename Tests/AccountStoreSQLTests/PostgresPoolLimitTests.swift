@@ -47,7 +47,6 @@ struct PostgresPoolLimitTests {
             for try await backend in group { backends.insert(backend) }
             return backends
         }
-        #expect(!backends.isEmpty)
         #expect(backends.count <= 3, "\(backends.count) server processes served a store allowed 3 connections")
     }
 
