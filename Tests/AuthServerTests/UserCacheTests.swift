@@ -4,6 +4,7 @@ import Foundation
 import HTTPTypes
 import HummingbirdCore
 import HummingbirdTesting
+import NIOCore
 import SiwaTesting
 import Testing
 
@@ -189,6 +190,35 @@ struct UserCacheUnitTests {
         // The next refresh learns of the deletion and drops the entry.
         try await cache.refresh(from: store, now: start.addingTimeInterval(5))
         #expect(try await cache.user(id: user.id, store: store) == nil)
+    }
+
+    @Test func anUnchangedAccountKeepsItsEncodedUserAndAChangedOneIsEncodedAgain() async throws {
+        let store = InMemoryAccountStore()
+        let start = Date(timeIntervalSince1970: 1_800_000_000)
+        let user = try await store.signIn(
+            AppleSignInFacts(appleUserID: AppleUserID("001.update.1"), clientID: ClientID("com.example.app")),
+            now: start
+        ).user
+        let cache = UserCache()
+        let first = cache.update(user)
+
+        // A returning sign-in that changed nothing: the same bytes, not encoded again.
+        let again = cache.update(user)
+        #expect(again.json == first.json)
+        let sameStorage = first.json.withUnsafeReadableBytes { firstBytes in
+            again.json.withUnsafeReadableBytes { $0.baseAddress == firstBytes.baseAddress }
+        }
+        #expect(sameStorage, "the entry kept, not encoded anew")
+
+        // Any change is encoded: a new email and a later sign-in.
+        var changed = user
+        changed.email = "new@example.com"
+        changed.lastSignInAt = start.addingTimeInterval(120)
+        let updated = cache.update(changed)
+        #expect(updated.json == UserCache.Entry(changed).json)
+        #expect(updated.json != first.json)
+        #expect(String(buffer: updated.json).contains("new@example.com"))
+        #expect(try await cache.entry(id: user.id, store: store)?.user == changed, "the cache holds the change")
     }
 
     @Test func aFullCacheStartsOverSoMemoryStaysBounded() async throws {

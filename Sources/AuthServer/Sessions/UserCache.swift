@@ -58,11 +58,16 @@ public final class UserCache: Sendable {
     }
 
     /// Keeps an account this instance just wrote, and returns its entry: a sign-in answers the `user` object this
-    /// encoded (encoded once, before the lock is taken).
+    /// encoded (encoded outside the lock).
+    ///
+    /// An account the cache holds as it is (a returning user whose sign-in changed nothing, the usual case: see
+    /// ``UserRecord/lastSignInResolution``) keeps its entry, and its `user` object is not encoded again.
     @discardableResult
     public func update(_ user: UserRecord) -> Entry {
-        let entry = Entry(user)
+        let cached = state.withLock { $0.users[user.id] }
+        let entry = cached.flatMap { $0.user == user ? $0 : nil } ?? Entry(user)
         state.withLock { state in
+            // Bumped even when unchanged: a read that fetched the account before this write must not keep what it read.
             state.generation &+= 1
             if state.users.count >= capacity { state.users.removeAll(keepingCapacity: true) }
             state.users[user.id] = entry
