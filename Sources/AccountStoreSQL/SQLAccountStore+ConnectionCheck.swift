@@ -106,6 +106,71 @@ extension SQLAccountStore {
         timeout: Duration = .seconds(5),
         logger: Logger
     ) async throws(StoreError) -> ConnectionCheck {
+        try await withCheckConnection(postgresURL: url, timeout: timeout, logger: logger) { connection, logger in
+            _ = try await connection.query("SELECT 1", logger: logger).collect()
+        }
+        return .connected
+    }
+
+    /// How many connections a PostgreSQL server lets this login open, and how many are open: what `siwa doctor`
+    /// compares with the pool size (`SIWA_DATABASE_MAX_CONNECTIONS`) of each instance.
+    public struct PostgresConnectionCapacity: Sendable, Equatable {
+        /// The server's `max_connections`.
+        public var maxConnections: Int
+        /// The slots this login cannot use: `superuser_reserved_connections` and (PostgreSQL 16) `reserved_connections`,
+        /// unless the login is a superuser.
+        public var reserved: Int
+        /// Client connections open on the server now (every database and login), the check's own included.
+        public var open: Int
+
+        /// The connections this login may open when no other is open.
+        public var available: Int { max(0, maxConnections - reserved) }
+        /// The connections this login may still open, the check's own not counted.
+        public var free: Int { max(0, available - (open - 1)) }
+
+        public init(maxConnections: Int, reserved: Int, open: Int) {
+            self.maxConnections = maxConnections
+            self.reserved = reserved
+            self.open = open
+        }
+    }
+
+    /// Reads the connection limits of the PostgreSQL server of `url` (see ``PostgresConnectionCapacity``): connects,
+    /// reads the settings and `pg_stat_activity`, and closes the connection. Never migrates, never writes.
+    ///
+    /// - Throws: as ``checkConnection(postgresURL:timeout:logger:)``.
+    /// - Warning: `url` holds the database password: read it from a secret, never log it.
+    public static func connectionCapacity(
+        postgresURL url: String,
+        timeout: Duration = .seconds(5),
+        logger: Logger
+    ) async throws(StoreError) -> PostgresConnectionCapacity {
+        try await withCheckConnection(postgresURL: url, timeout: timeout, logger: logger) { connection, logger in
+            // `current_setting(name, true)`: NULL where the setting does not exist (`reserved_connections` before 16).
+            let rows = try await connection.query(
+                """
+                SELECT current_setting('max_connections')::int,
+                    current_setting('superuser_reserved_connections')::int
+                        + COALESCE(current_setting('reserved_connections', true), '0')::int,
+                    current_setting('is_superuser') = 'on',
+                    (SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend')::int
+                """,
+                logger: logger
+            ).collect()
+            guard let row = rows.first else { throw StoreError(.unavailable, "PostgreSQL answered no row") }
+            let (maximum, reserved, isSuperuser, open) = try row.decode((Int, Int, Bool, Int).self)
+            return PostgresConnectionCapacity(maxConnections: maximum, reserved: isSuperuser ? 0 : reserved, open: open)
+        }
+    }
+
+    /// Connects to `url` within `timeout`, runs `body` on the connection, and closes it; errors explained as
+    /// ``checkConnection(postgresURL:timeout:logger:)`` says.
+    private static func withCheckConnection<Value: Sendable>(
+        postgresURL url: String,
+        timeout: Duration,
+        logger: Logger,
+        _ body: @escaping @Sendable (PostgresConnection, Logger) async throws -> Value
+    ) async throws(StoreError) -> Value {
         var configuration: PostgresConnection.Configuration
         do {
             configuration = try SQLPostgresConfiguration(url: url).coreConfiguration
@@ -116,7 +181,7 @@ extension SQLAccountStore {
         let target = Target(configuration)
         let connectionConfiguration = configuration
         let quiet = checkLogger(logger)
-        let outcome: Result<Void, any Error> = await withTaskGroup(of: Result<Void, any Error>?.self) { group in
+        let outcome: Result<Value, any Error> = await withTaskGroup(of: Result<Value, any Error>?.self) { group in
             group.addTask {
                 do {
                     let connection = try await PostgresConnection.connect(
@@ -124,14 +189,15 @@ extension SQLAccountStore {
                         id: 1,
                         logger: quiet
                     )
+                    let value: Value
                     do {
-                        _ = try await connection.query("SELECT 1", logger: quiet).collect()
+                        value = try await body(connection, quiet)
                     } catch {
                         try? await connection.close()
                         return .failure(error)
                     }
                     try? await connection.close()
-                    return .success(())
+                    return .success(value)
                 } catch {
                     return .failure(error)
                 }
@@ -144,8 +210,11 @@ extension SQLAccountStore {
             group.cancelAll()
             return first ?? .failure(ChannelError.connectTimeout(TimeAmount(timeout)))
         }
-        if case .failure(let error) = outcome { throw target.explain(error, timeout: timeout) }
-        return .connected
+        switch outcome {
+        case .success(let value): return value
+        case .failure(let error as StoreError): throw error
+        case .failure(let error): throw target.explain(error, timeout: timeout)
+        }
     }
 
     /// Where a PostgreSQL URL points, for messages: never the password.

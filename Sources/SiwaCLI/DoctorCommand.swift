@@ -75,7 +75,7 @@ struct DoctorCommand: AsyncParsableCommand {
                 Finding(setting: variable, ok: true, message: "read from \(variable)_FILE (not shown)", note: true)
             )
         }
-        if let database = await Self.checkDatabase(environment) { findings.append(database) }
+        findings += await Self.checkDatabase(environment)
         if json {
             struct Report: Encodable {
                 var ok: Bool
@@ -354,8 +354,80 @@ struct DoctorCommand: AsyncParsableCommand {
 
     /// Whether the database the settings name connects: PostgreSQL when `SIWA_DATABASE_URL` is set, else the SQLite
     /// file (`SIWA_DATABASE_PATH`, default `siwa.sqlite`). Opens one connection and runs a trivial query: never
-    /// creates the SQLite file, never migrates. `nil` when the URL is malformed (`check` reports that).
-    static func checkDatabase(_ environment: [String: String]) async -> Finding? {
+    /// creates the SQLite file, never migrates. Nothing when the URL is malformed (`check` reports that).
+    ///
+    /// On PostgreSQL it also compares the pool size of one instance (`SIWA_DATABASE_MAX_CONNECTIONS`) with the
+    /// connections the server lets this login open (``checkPoolSize(_:capacity:)``).
+    static func checkDatabase(_ environment: [String: String]) async -> [Finding] {
+        func value(_ name: String) -> String? {
+            environment[name].map { $0.trimmingCharacters(in: .whitespaces) }.flatMap { $0.isEmpty ? nil : $0 }
+        }
+        guard let connection = await checkDatabaseConnection(environment) else { return [] }
+        guard connection.ok, connection.setting == "SIWA_DATABASE_URL", let url = value("SIWA_DATABASE_URL") else {
+            return [connection]
+        }
+        // A pool size serve refuses is `checkServeReads`' finding; nothing to compare then.
+        let poolSize: Int
+        if let text = value("SIWA_DATABASE_MAX_CONNECTIONS") {
+            guard let size = Int(text), (1...1_000).contains(size) else { return [connection] }
+            poolSize = size
+        } else {
+            poolSize = SQLAccountStore.defaultMaximumConnections
+        }
+        var logger = Logger(label: "siwa.doctor")
+        logger.logLevel = .error
+        do {
+            let capacity = try await SQLAccountStore.connectionCapacity(postgresURL: url, logger: logger)
+            return [connection, checkPoolSize(poolSize, capacity: capacity)]
+        } catch {
+            return [
+                connection,
+                Finding(
+                    setting: "SIWA_DATABASE_MAX_CONNECTIONS",
+                    ok: false,
+                    message: "cannot read PostgreSQL's connection limits: \(error.reason)"
+                ),
+            ]
+        }
+    }
+
+    /// Whether one more instance with a pool of `poolSize` connections fits in what PostgreSQL allows this login: a
+    /// pool larger than the whole allowance, or than what is free now, is a problem (its requests would fail with 503
+    /// once it opened that many); otherwise a note of how many instances of that size fit.
+    static func checkPoolSize(_ poolSize: Int, capacity: SQLAccountStore.PostgresConnectionCapacity) -> Finding {
+        let setting = "SIWA_DATABASE_MAX_CONNECTIONS"
+        let allowance =
+            "PostgreSQL allows this login \(capacity.available) connections (max_connections \(capacity.maxConnections)"
+            + (capacity.reserved > 0 ? ", \(capacity.reserved) reserved)" : ")")
+        let others = capacity.open - 1
+        if poolSize > capacity.available {
+            return Finding(
+                setting: setting,
+                ok: false,
+                message: "each instance may open \(poolSize) connections, but \(allowance): lower "
+                    + "SIWA_DATABASE_MAX_CONNECTIONS or raise max_connections"
+            )
+        }
+        if poolSize > capacity.free {
+            return Finding(
+                setting: setting,
+                ok: false,
+                message: "each instance may open \(poolSize) connections, but only \(capacity.free) are free now: "
+                    + "\(allowance), \(others) open by other clients (running instances included); lower "
+                    + "SIWA_DATABASE_MAX_CONNECTIONS or raise max_connections"
+            )
+        }
+        return Finding(
+            setting: setting,
+            ok: true,
+            message:
+                "up to \(poolSize) connections per instance: \(allowance), room for \(capacity.available / poolSize) "
+                + "instance(s); \(others) open now by other clients"
+        )
+    }
+
+    /// The connection check of ``checkDatabase(_:)``.
+    private static func checkDatabaseConnection(_ environment: [String: String]) async -> Finding? {
         func value(_ name: String) -> String? {
             environment[name].map { $0.trimmingCharacters(in: .whitespaces) }.flatMap { $0.isEmpty ? nil : $0 }
         }

@@ -1,4 +1,5 @@
 import AccountStore
+import Foundation
 import PostgresNIO
 import SiwaTesting
 import Testing
@@ -61,6 +62,67 @@ struct PostgresPoolLimitTests {
         await store.shutdown()
         #expect(limit == SQLAccountStore.defaultMaximumConnections)
         #expect(limit == 16)
+    }
+
+    /// What `siwa doctor` compares the pool size with: the server's `max_connections` less the slots reserved for
+    /// superusers, which a plain login cannot use and a superuser can.
+    @Test func theConnectionCapacityCountsReservedSlotsForAPlainLoginOnly() async throws {
+        let url = try #require(StoreHarness.postgresURL)
+        let store = try await SQLAccountStore.postgres(
+            url: url,
+            schema: StoreHarness.freshSchema(),
+            logger: StoreHarness.quietLogger
+        )
+        let role = "doctor_plain_\(UInt32.random(in: 0...UInt32.max))"
+        let password = "p\(UInt64.random(in: 0...UInt64.max))"
+        try await withClosing(
+            store,
+            close: { await $0.shutdown() },
+            { store in
+                let (maximum, reserved) = try await store.postgres("settings") { connection, logger in
+                    _ = try await connection.query(
+                        PostgresQuery(unsafeSQL: "CREATE ROLE \(role) LOGIN PASSWORD '\(password)'"),
+                        logger: logger
+                    ).collect()
+                    let rows = try await connection.query(
+                        """
+                        SELECT current_setting('max_connections')::int,
+                            current_setting('superuser_reserved_connections')::int
+                        """,
+                        logger: logger
+                    ).collect()
+                    return try #require(rows.first).decode((Int, Int).self)
+                }
+                var failure: (any Error)?
+                do {
+                    let superuser = try await SQLAccountStore.connectionCapacity(
+                        postgresURL: url,
+                        logger: StoreHarness.quietLogger
+                    )
+                    #expect(superuser.maxConnections == maximum)
+                    #expect(superuser.reserved == 0, "the test server's login is a superuser")
+                    #expect(superuser.open >= 1, "the check's own connection is open")
+
+                    var plainURL = try #require(URLComponents(string: url))
+                    plainURL.user = role
+                    plainURL.password = password
+                    let plain = try await SQLAccountStore.connectionCapacity(
+                        postgresURL: try #require(plainURL.string),
+                        logger: StoreHarness.quietLogger
+                    )
+                    #expect(plain.maxConnections == maximum)
+                    #expect(plain.reserved == reserved)
+                    #expect(plain.available == maximum - reserved)
+                } catch {
+                    failure = error
+                }
+                // Roles are the whole server's: this one goes, whatever the checks found.
+                _ = try await store.postgres("drop role") { connection, logger in
+                    try await connection.query(PostgresQuery(unsafeSQL: "DROP ROLE \(role)"), logger: logger).collect()
+                }
+                if let failure { throw failure }
+            }
+        )
     }
 }
 

@@ -150,6 +150,26 @@ struct DoctorCommandTests {
         #expect(finding.message.contains("is not a SQLite database"))
     }
 
+    /// Against the private server of `scripts/with-postgres` (`SIWA_TEST_POSTGRES_URL`), whose `max_connections` is
+    /// 300: a pool that fits is a note of how many instances fit, one larger than the server allows is a problem.
+    @Test(.enabled(if: ProcessInfo.processInfo.environment["SIWA_TEST_POSTGRES_URL"] != nil))
+    func thePoolSizeIsComparedWithPostgreSQLsLimit() async throws {
+        let url = ProcessInfo.processInfo.environment["SIWA_TEST_POSTGRES_URL"]!
+        let fits = try await databaseFinding("SIWA_DATABASE_MAX_CONNECTIONS", ["SIWA_DATABASE_URL": url])
+        #expect(fits.ok, "\(fits.message)")
+        #expect(fits.message.contains("up to 16 connections per instance"), "\(fits.message)")
+        #expect(fits.message.contains("max_connections 300"), "\(fits.message)")
+
+        let tooMany = try await databaseFinding(
+            "SIWA_DATABASE_MAX_CONNECTIONS",
+            ["SIWA_DATABASE_URL": url, "SIWA_DATABASE_MAX_CONNECTIONS": "400"]
+        )
+        #expect(!tooMany.ok)
+        #expect(tooMany.message.contains("each instance may open 400 connections"), "\(tooMany.message)")
+        #expect(tooMany.message.contains("max_connections 300"), "\(tooMany.message)")
+        #expect(!tooMany.message.contains(URLComponents(string: url)?.password ?? "\u{0}"))
+    }
+
     /// Against the private server of `scripts/with-postgres` (`SIWA_TEST_POSTGRES_URL`).
     @Test(.enabled(if: ProcessInfo.processInfo.environment["SIWA_TEST_POSTGRES_URL"] != nil))
     func postgreSQLLoginProblemsAreNamed() async throws {
