@@ -117,28 +117,64 @@ extension SQLAccountStore {
     public struct PostgresConnectionCapacity: Sendable, Equatable {
         /// The server's `max_connections`.
         public var maxConnections: Int
-        /// The slots this login cannot use: `superuser_reserved_connections` and (PostgreSQL 16) `reserved_connections`,
-        /// unless the login is a superuser.
+        /// The slots of `max_connections` this login cannot use: `superuser_reserved_connections`, and on PostgreSQL 16
+        /// `reserved_connections` unless the login may use them (`pg_use_reserved_connections`); none for a superuser.
         public var reserved: Int
-        /// Client connections open on the server now (every database and login), the check's own included.
+        /// The login's own `CONNECTION LIMIT`, when it has one and is no superuser (superusers are exempt).
+        public var roleLimit: Int?
+        /// The database's `CONNECTION LIMIT`, when it has one and the login is no superuser.
+        public var databaseLimit: Int?
+        /// Client connections open on the server now, the check's own included. Sessions of other logins that this
+        /// one may not see (without `pg_read_all_stats`, for example through `pg_monitor`) are counted too, as
+        /// ``hidden`` says; among them may be a few of the server's own workers, so this may count a little high.
         public var open: Int
+        /// The login's own connections open now, the check's own included.
+        public var openForRole: Int
+        /// Connections to this database open now, the check's own included (hidden ones counted).
+        public var openForDatabase: Int
+        /// Sessions this login may not see, counted in ``open`` and ``openForDatabase``.
+        public var hidden: Int
 
-        /// The connections this login may open when no other is open.
-        public var available: Int { max(0, maxConnections - reserved) }
-        /// The connections this login may still open, the check's own not counted.
-        public var free: Int { max(0, available - (open - 1)) }
+        /// The connections this login may open when no other client is connected.
+        public var available: Int {
+            max(0, min(maxConnections - reserved, roleLimit ?? .max, databaseLimit ?? .max))
+        }
 
-        public init(maxConnections: Int, reserved: Int, open: Int) {
+        /// The connections this login may still open now (the check's own, which closes, not counted).
+        public var free: Int {
+            let server = maxConnections - reserved - (open - 1)
+            let role = roleLimit.map { $0 - (openForRole - 1) } ?? .max
+            let database = databaseLimit.map { $0 - (openForDatabase - 1) } ?? .max
+            return max(0, min(server, role, database))
+        }
+
+        public init(
+            maxConnections: Int,
+            reserved: Int,
+            roleLimit: Int? = nil,
+            databaseLimit: Int? = nil,
+            open: Int,
+            openForRole: Int = 1,
+            openForDatabase: Int = 1,
+            hidden: Int = 0
+        ) {
             self.maxConnections = maxConnections
             self.reserved = reserved
+            self.roleLimit = roleLimit
+            self.databaseLimit = databaseLimit
             self.open = open
+            self.openForRole = openForRole
+            self.openForDatabase = openForDatabase
+            self.hidden = hidden
         }
     }
 
     /// Reads the connection limits of the PostgreSQL server of `url` (see ``PostgresConnectionCapacity``): connects,
-    /// reads the settings and `pg_stat_activity`, and closes the connection. Never migrates, never writes.
+    /// reads the settings, the login's and the database's `CONNECTION LIMIT` and `pg_stat_activity`, and closes the
+    /// connection. Never migrates, never writes.
     ///
-    /// - Throws: as ``checkConnection(postgresURL:timeout:logger:)``.
+    /// - Throws: as ``checkConnection(postgresURL:timeout:logger:)``; a query the server refuses or answers
+    ///   unexpectedly is ``StoreError/Code/unavailable`` naming the server.
     /// - Warning: `url` holds the database password: read it from a secret, never log it.
     public static func connectionCapacity(
         postgresURL url: String,
@@ -146,21 +182,54 @@ extension SQLAccountStore {
         logger: Logger
     ) async throws(StoreError) -> PostgresConnectionCapacity {
         try await withCheckConnection(postgresURL: url, timeout: timeout, logger: logger) { connection, logger in
-            // `current_setting(name, true)`: NULL where the setting does not exist (`reserved_connections` before 16).
+            // The checks PostgreSQL makes at login (InitPostgres): a non-superuser is refused when fewer than the
+            // reserved slots are free, or past its role's or its database's CONNECTION LIMIT (-1: none).
+            // `current_setting(name, true)` is NULL where the setting does not exist (`reserved_connections` before
+            // 16). A session of another login that this one may not see has a NULL `backend_type`; of those, the ones
+            // with a database are counted as client connections.
             let rows = try await connection.query(
                 """
                 SELECT current_setting('max_connections')::int,
                     current_setting('superuser_reserved_connections')::int
-                        + COALESCE(current_setting('reserved_connections', true), '0')::int,
+                        + CASE WHEN EXISTS (
+                            SELECT 1 FROM pg_roles
+                            WHERE rolname = 'pg_use_reserved_connections' AND pg_has_role(oid, 'USAGE')
+                        ) THEN 0 ELSE COALESCE(current_setting('reserved_connections', true), '0')::int END,
                     current_setting('is_superuser') = 'on',
-                    (SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend')::int
+                    (SELECT rolconnlimit FROM pg_roles WHERE rolname = session_user)::int,
+                    (SELECT datconnlimit FROM pg_database WHERE datname = current_database())::int,
+                    (SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend')::int,
+                    (SELECT count(*) FROM pg_stat_activity WHERE backend_type IS NULL AND datid IS NOT NULL)::int,
+                    (SELECT count(*) FROM pg_stat_activity
+                        WHERE backend_type = 'client backend' AND usename = session_user)::int,
+                    (SELECT count(*) FROM pg_stat_activity
+                        WHERE datname = current_database()
+                            AND (backend_type = 'client backend' OR backend_type IS NULL))::int
                 """,
                 logger: logger
             ).collect()
-            guard let row = rows.first else { throw StoreError(.unavailable, "PostgreSQL answered no row") }
-            let (maximum, reserved, isSuperuser, open) = try row.decode((Int, Int, Bool, Int).self)
-            return PostgresConnectionCapacity(maxConnections: maximum, reserved: isSuperuser ? 0 : reserved, open: open)
+            guard let row = rows.first else { throw UnexpectedAnswer() }
+            let (maximum, reserved, isSuperuser, roleLimit, databaseLimit, clients, hidden, ofRole, ofDatabase) =
+                try row.decode((Int, Int, Bool, Int, Int, Int, Int, Int, Int).self)
+            return PostgresConnectionCapacity(
+                maxConnections: maximum,
+                reserved: isSuperuser ? 0 : reserved,
+                roleLimit: isSuperuser || roleLimit < 0 ? nil : roleLimit,
+                databaseLimit: isSuperuser || databaseLimit < 0 ? nil : databaseLimit,
+                open: clients + hidden,
+                openForRole: ofRole,
+                openForDatabase: ofDatabase,
+                hidden: hidden
+            )
         }
+    }
+
+    /// A check's query answered with no row.
+    private struct UnexpectedAnswer: Error {}
+
+    /// A check's query failed once connected (told apart from failing to connect).
+    private struct QueryFailure: Error {
+        let underlying: any Error
     }
 
     /// Connects to `url` within `timeout`, runs `body` on the connection, and closes it; errors explained as
@@ -191,10 +260,16 @@ extension SQLAccountStore {
                     )
                     let value: Value
                     do {
-                        value = try await body(connection, quiet)
+                        // PostgresNIO's queries do not end when their task is cancelled; closing the connection
+                        // ends them, so the timeout bounds the query too.
+                        value = try await withTaskCancellationHandler {
+                            try await body(connection, quiet)
+                        } onCancel: {
+                            connection.close().whenComplete { _ in }
+                        }
                     } catch {
                         try? await connection.close()
-                        return .failure(error)
+                        return .failure(QueryFailure(underlying: error))
                     }
                     try? await connection.close()
                     return .success(value)
@@ -212,7 +287,7 @@ extension SQLAccountStore {
         }
         switch outcome {
         case .success(let value): return value
-        case .failure(let error as StoreError): throw error
+        case .failure(let failure as QueryFailure): throw target.explainQuery(failure.underlying, timeout: timeout)
         case .failure(let error): throw target.explain(error, timeout: timeout)
         }
     }
@@ -230,6 +305,23 @@ extension SQLAccountStore {
             address = configuration.port.map { "\(host):\($0)" } ?? host
             username = configuration.username
             database = configuration.database ?? configuration.username
+        }
+
+        /// A query that failed once connected: the server refused it, the connection ended, or its answer could not
+        /// be read.
+        func explainQuery(_ error: any Error, timeout: Duration) -> StoreError {
+            if let error = error as? PSQLError {
+                guard error.code == .server else { return explain(error, timeout: timeout) }
+                let state = error.serverInfo?[.sqlState] ?? "?"
+                return StoreError(
+                    .unavailable,
+                    "PostgreSQL at \(address) refused the check's query (SQLSTATE \(state))"
+                )
+            }
+            return StoreError(
+                .unavailable,
+                "PostgreSQL at \(address) answered the check's query with what siwa cannot read (\(type(of: error)))"
+            )
         }
 
         func explain(_ error: any Error, timeout: Duration) -> StoreError {

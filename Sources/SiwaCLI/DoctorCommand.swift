@@ -366,11 +366,14 @@ struct DoctorCommand: AsyncParsableCommand {
         guard connection.ok, connection.setting == "SIWA_DATABASE_URL", let url = value("SIWA_DATABASE_URL") else {
             return [connection]
         }
-        // A pool size serve refuses is `checkServeReads`' finding; nothing to compare then.
+        // A pool size serve refuses is `checkServeReads`' finding; nothing to compare then. Read as serve reads it
+        // (a whole number, `16.0` included).
         let poolSize: Int
         if let text = value("SIWA_DATABASE_MAX_CONNECTIONS") {
-            guard let size = Int(text), (1...1_000).contains(size) else { return [connection] }
-            poolSize = size
+            guard let number = Double(text), number == number.rounded(), (1...1_000).contains(number) else {
+                return [connection]
+            }
+            poolSize = Int(number)
         } else {
             poolSize = SQLAccountStore.defaultMaximumConnections
         }
@@ -380,49 +383,61 @@ struct DoctorCommand: AsyncParsableCommand {
             let capacity = try await SQLAccountStore.connectionCapacity(postgresURL: url, logger: logger)
             return [connection, checkPoolSize(poolSize, capacity: capacity)]
         } catch {
+            // It connected: a login that may not read the limits is no reason to fail the check.
             return [
                 connection,
                 Finding(
                     setting: "SIWA_DATABASE_MAX_CONNECTIONS",
-                    ok: false,
-                    message: "cannot read PostgreSQL's connection limits: \(error.reason)"
+                    ok: true,
+                    message: "could not compare with PostgreSQL's connection limits: \(error.reason)",
+                    note: true
                 ),
             ]
         }
     }
 
-    /// Whether one more instance with a pool of `poolSize` connections fits in what PostgreSQL allows this login: a
-    /// pool larger than the whole allowance, or than what is free now, is a problem (its requests would fail with 503
-    /// once it opened that many); otherwise a note of how many instances of that size fit.
+    /// Whether an instance with a pool of `poolSize` connections fits in what PostgreSQL allows this login.
+    ///
+    /// A pool larger than the whole allowance is a problem: once the instance opened that many, its requests would
+    /// fail with 503. A pool larger than what is free now is a note, since what is open now includes the running
+    /// instances' own pools; otherwise a note of how many instances of that size the allowance holds.
     static func checkPoolSize(_ poolSize: Int, capacity: SQLAccountStore.PostgresConnectionCapacity) -> Finding {
         let setting = "SIWA_DATABASE_MAX_CONNECTIONS"
+        var limits = ["max_connections \(capacity.maxConnections)"]
+        if capacity.reserved > 0 { limits.append("\(capacity.reserved) reserved") }
+        if let limit = capacity.roleLimit { limits.append("the login's CONNECTION LIMIT \(limit)") }
+        if let limit = capacity.databaseLimit { limits.append("the database's CONNECTION LIMIT \(limit)") }
         let allowance =
-            "PostgreSQL allows this login \(capacity.available) connections (max_connections \(capacity.maxConnections)"
-            + (capacity.reserved > 0 ? ", \(capacity.reserved) reserved)" : ")")
+            "PostgreSQL allows this login \(capacity.available) connections (\(limits.joined(separator: ", ")))"
         let others = capacity.open - 1
+        let hidden =
+            capacity.hidden > 0
+            ? "; \(capacity.hidden) of them are other logins' sessions this one may not see (grant it pg_monitor to see "
+                + "them), counted as open"
+            : ""
         if poolSize > capacity.available {
             return Finding(
                 setting: setting,
                 ok: false,
                 message: "each instance may open \(poolSize) connections, but \(allowance): lower "
-                    + "SIWA_DATABASE_MAX_CONNECTIONS or raise max_connections"
+                    + "SIWA_DATABASE_MAX_CONNECTIONS or raise the limit"
             )
         }
         if poolSize > capacity.free {
             return Finding(
                 setting: setting,
-                ok: false,
-                message: "each instance may open \(poolSize) connections, but only \(capacity.free) are free now: "
-                    + "\(allowance), \(others) open by other clients (running instances included); lower "
-                    + "SIWA_DATABASE_MAX_CONNECTIONS or raise max_connections"
+                ok: true,
+                message: "each instance may open \(poolSize) connections and \(allowance), but only \(capacity.free) "
+                    + "are free now: \(others) are open by other clients (running instances of siwa included)\(hidden)",
+                note: true
             )
         }
         return Finding(
             setting: setting,
             ok: true,
-            message:
-                "up to \(poolSize) connections per instance: \(allowance), room for \(capacity.available / poolSize) "
-                + "instance(s); \(others) open now by other clients"
+            message: "up to \(poolSize) connections per instance: \(allowance), room for "
+                + "\(capacity.available / poolSize) instance(s) with no other client; \(others) open now by other "
+                + "clients\(hidden)"
         )
     }
 

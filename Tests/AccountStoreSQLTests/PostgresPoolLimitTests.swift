@@ -65,8 +65,9 @@ struct PostgresPoolLimitTests {
     }
 
     /// What `siwa doctor` compares the pool size with: the server's `max_connections` less the slots reserved for
-    /// superusers, which a plain login cannot use and a superuser can.
-    @Test func theConnectionCapacityCountsReservedSlotsForAPlainLoginOnly() async throws {
+    /// superusers, which a plain login cannot use and a superuser can, and the login's own `CONNECTION LIMIT`; and the
+    /// connections open, other logins' sessions included though a plain login may not see them.
+    @Test func theConnectionCapacityCountsWhatAPlainLoginMayUse() async throws {
         let url = try #require(StoreHarness.postgresURL)
         let store = try await SQLAccountStore.postgres(
             url: url,
@@ -79,11 +80,8 @@ struct PostgresPoolLimitTests {
             store,
             close: { await $0.shutdown() },
             { store in
+                // The store's pool keeps this superuser connection open (idle) for the rest of the test.
                 let (maximum, reserved) = try await store.postgres("settings") { connection, logger in
-                    _ = try await connection.query(
-                        PostgresQuery(unsafeSQL: "CREATE ROLE \(role) LOGIN PASSWORD '\(password)'"),
-                        logger: logger
-                    ).collect()
                     let rows = try await connection.query(
                         """
                         SELECT current_setting('max_connections')::int,
@@ -95,13 +93,23 @@ struct PostgresPoolLimitTests {
                 }
                 var failure: (any Error)?
                 do {
+                    try await store.postgres("create role") { connection, logger in
+                        _ = try await connection.query(
+                            PostgresQuery(
+                                unsafeSQL: "CREATE ROLE \(role) LOGIN CONNECTION LIMIT 7 PASSWORD '\(password)'"
+                            ),
+                            logger: logger
+                        ).collect()
+                    }
                     let superuser = try await SQLAccountStore.connectionCapacity(
                         postgresURL: url,
                         logger: StoreHarness.quietLogger
                     )
                     #expect(superuser.maxConnections == maximum)
                     #expect(superuser.reserved == 0, "the test server's login is a superuser")
-                    #expect(superuser.open >= 1, "the check's own connection is open")
+                    #expect(superuser.roleLimit == nil)
+                    #expect(superuser.hidden == 0, "a superuser sees every session")
+                    #expect(superuser.open >= 2, "the check's own connection and the store's")
 
                     var plainURL = try #require(URLComponents(string: url))
                     plainURL.user = role
@@ -112,13 +120,18 @@ struct PostgresPoolLimitTests {
                     )
                     #expect(plain.maxConnections == maximum)
                     #expect(plain.reserved == reserved)
-                    #expect(plain.available == maximum - reserved)
+                    #expect(plain.roleLimit == 7)
+                    #expect(plain.available == min(maximum - reserved, 7))
+                    #expect(plain.openForRole == 1, "the check's own connection only")
+                    #expect(plain.hidden >= 1, "the store's superuser connection, which this login may not see")
+                    #expect(plain.open >= 2, "the hidden session counted as open")
                 } catch {
                     failure = error
                 }
                 // Roles are the whole server's: this one goes, whatever the checks found.
                 _ = try await store.postgres("drop role") { connection, logger in
-                    try await connection.query(PostgresQuery(unsafeSQL: "DROP ROLE \(role)"), logger: logger).collect()
+                    try await connection.query(PostgresQuery(unsafeSQL: "DROP ROLE IF EXISTS \(role)"), logger: logger)
+                        .collect()
                 }
                 if let failure { throw failure }
             }

@@ -210,6 +210,12 @@ struct UserCacheUnitTests {
         }
         #expect(sameStorage, "the entry kept, not encoded anew")
 
+        // A change to a field the user object does not show still replaces the entry's record.
+        var disabled = user
+        disabled.disabledAt = start.addingTimeInterval(60)
+        #expect(cache.update(disabled).user == disabled)
+        #expect(try await cache.user(id: user.id, store: store)?.isDisabled == true)
+
         // Any change is encoded: a new email and a later sign-in.
         var changed = user
         changed.email = "new@example.com"
@@ -219,6 +225,26 @@ struct UserCacheUnitTests {
         #expect(updated.json != first.json)
         #expect(String(buffer: updated.json).contains("new@example.com"))
         #expect(try await cache.entry(id: user.id, store: store)?.user == changed, "the cache holds the change")
+    }
+
+    @Test func aFullCacheKeepsItsAccountsWhenOneOfThemIsUpdated() async throws {
+        let store = InMemoryAccountStore()
+        let start = Date(timeIntervalSince1970: 1_800_000_000)
+        var users: [UserRecord] = []
+        for index in 1...2 {
+            let facts = AppleSignInFacts(
+                appleUserID: AppleUserID("001.kept.\(index)"),
+                clientID: ClientID("com.example.app")
+            )
+            users.append(try await store.signIn(facts, now: start).user)
+        }
+        let cache = UserCache(capacity: 2)
+        for user in users { cache.update(user) }
+        cache.update(users[1])  // full, but the account is in it: nothing grows, nothing is dropped
+        for user in users {
+            _ = try await store.deleteUser(id: user.id, mode: .delete, appleRevocationDueAt: nil, now: start)
+        }
+        #expect(try await cache.user(id: users[0].id, store: store) != nil, "still answered from memory")
     }
 
     @Test func aFullCacheStartsOverSoMemoryStaysBounded() async throws {

@@ -69,7 +69,10 @@ public final class UserCache: Sendable {
         state.withLock { state in
             // Bumped even when unchanged: a read that fetched the account before this write must not keep what it read.
             state.generation &+= 1
-            if state.users.count >= capacity { state.users.removeAll(keepingCapacity: true) }
+            // Full: start over, unless this account is in it already (then nothing grows).
+            if state.users[user.id] == nil, state.users.count >= capacity {
+                state.users.removeAll(keepingCapacity: true)
+            }
             state.users[user.id] = entry
         }
         return entry
