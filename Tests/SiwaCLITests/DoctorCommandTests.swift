@@ -38,11 +38,10 @@ struct DoctorCommandTests {
         )
     }
 
-    @Test func goodConfigurationPasses() async throws {
-        let database = directory.appendingPathComponent("siwa.sqlite").path
-        try await SQLAccountStore.sqlite(path: database, logger: Logger(label: "test")).shutdown()
+    /// A configuration file with every setting right, and `database` for its database lines.
+    private func goodConfiguration(database: String) throws -> String {
         let key = try folder.write("AuthKey_ABCDE12345.p8", P256.Signing.PrivateKey().pemRepresentation)
-        let config = try folder.write(
+        return try folder.write(
             "good.env",
             """
             # production settings
@@ -52,10 +51,16 @@ struct DoctorCommandTests {
             SIWA_BUNDLE_IDS=com.example.app, com.example.app.watch
             SIWA_SERVICES_ID=com.example.web
             SIWA_PUBLIC_URL=https://auth.example.com
-            SIWA_DATABASE_PATH=\(database)
+            \(database)
             SIWA_DATA_KEY=\(Data(repeating: 7, count: 32).base64EncodedString())
             """
         )
+    }
+
+    @Test func goodConfigurationPasses() async throws {
+        let database = directory.appendingPathComponent("siwa.sqlite").path
+        try await SQLAccountStore.sqlite(path: database, logger: Logger(label: "test")).shutdown()
+        let config = try goodConfiguration(database: "SIWA_DATABASE_PATH=\(database)")
         let result = try await SiwaProcess.run(["doctor", "--config", config], environment: ["SIWA_DATABASE_URL": ""])
         #expect(result.status == 0)
         #expect(result.stdout.contains("✓ SIWA_DATABASE_PATH: SQLite: \(database) opens and answers"))
@@ -168,6 +173,28 @@ struct DoctorCommandTests {
         #expect(tooMany.message.contains("each instance may open 400 connections"), "\(tooMany.message)")
         #expect(tooMany.message.contains("max_connections 300"), "\(tooMany.message)")
         #expect(!tooMany.message.contains(URLComponents(string: url)?.password ?? "\u{0}"))
+    }
+
+    /// A pool larger than PostgreSQL allows is the one problem of an otherwise right configuration: doctor exits 3
+    /// (serve would start, a finding needs attention); a pool that fits leaves it at 0.
+    @Test(.enabled(if: ProcessInfo.processInfo.environment["SIWA_TEST_POSTGRES_URL"] != nil))
+    func aPoolTooLargeForPostgreSQLNeedsAttention() async throws {
+        let url = ProcessInfo.processInfo.environment["SIWA_TEST_POSTGRES_URL"]!
+        let config = try goodConfiguration(database: "SIWA_DATABASE_URL=\(url)")
+        let tooLarge = try await SiwaProcess.run(
+            ["doctor", "--config", config],
+            environment: ["SIWA_DATABASE_URL": "", "SIWA_DATABASE_PATH": "", "SIWA_DATABASE_MAX_CONNECTIONS": "400"]
+        )
+        #expect(tooLarge.status == 3, "\(tooLarge.stdout)")
+        #expect(tooLarge.stdout.contains("✗ SIWA_DATABASE_MAX_CONNECTIONS: each instance may open 400 connections"))
+        #expect(tooLarge.stdout.contains("siwa serve would start"))
+
+        let fits = try await SiwaProcess.run(
+            ["doctor", "--config", config],
+            environment: ["SIWA_DATABASE_URL": "", "SIWA_DATABASE_PATH": "", "SIWA_DATABASE_MAX_CONNECTIONS": "16"]
+        )
+        #expect(fits.status == 0, "\(fits.stdout)")
+        #expect(fits.stdout.contains("✓ SIWA_DATABASE_MAX_CONNECTIONS: up to 16 connections per instance"))
     }
 
     /// Against the private server of `scripts/with-postgres` (`SIWA_TEST_POSTGRES_URL`).
