@@ -75,7 +75,11 @@ struct DoctorCommand: AsyncParsableCommand {
                 Finding(setting: variable, ok: true, message: "read from \(variable)_FILE (not shown)", note: true)
             )
         }
-        findings += await Self.checkDatabase(environment)
+        // The pool size as serve reads it (`nil` when the database settings are refused: that is a finding already).
+        let poolSize = (try? ServerSettings.load(from: source, createsDataKey: false, purpose: .database)).map {
+            $0.databaseMaxConnections ?? SQLAccountStore.defaultMaximumConnections
+        }
+        findings += await Self.checkDatabase(environment, poolSize: poolSize)
         if json {
             struct Report: Encodable {
                 var ok: Bool
@@ -356,26 +360,17 @@ struct DoctorCommand: AsyncParsableCommand {
     /// file (`SIWA_DATABASE_PATH`, default `siwa.sqlite`). Opens one connection and runs a trivial query: never
     /// creates the SQLite file, never migrates. Nothing when the URL is malformed (`check` reports that).
     ///
-    /// On PostgreSQL it also compares the pool size of one instance (`SIWA_DATABASE_MAX_CONNECTIONS`) with the
-    /// connections the server lets this login open (``checkPoolSize(_:capacity:)``).
-    static func checkDatabase(_ environment: [String: String]) async -> [Finding] {
+    /// On PostgreSQL it also compares `poolSize`, one instance's pool as serve reads `SIWA_DATABASE_MAX_CONNECTIONS`,
+    /// with the connections the server lets this login open (``checkPoolSize(_:capacity:)``).
+    static func checkDatabase(_ environment: [String: String], poolSize: Int?) async -> [Finding] {
         func value(_ name: String) -> String? {
             environment[name].map { $0.trimmingCharacters(in: .whitespaces) }.flatMap { $0.isEmpty ? nil : $0 }
         }
         guard let connection = await checkDatabaseConnection(environment) else { return [] }
-        guard connection.ok, connection.setting == "SIWA_DATABASE_URL", let url = value("SIWA_DATABASE_URL") else {
+        guard connection.ok, connection.setting == "SIWA_DATABASE_URL", let url = value("SIWA_DATABASE_URL"),
+            let poolSize
+        else {
             return [connection]
-        }
-        // A pool size serve refuses is `checkServeReads`' finding; nothing to compare then. Read as serve reads it
-        // (a whole number, `16.0` included).
-        let poolSize: Int
-        if let text = value("SIWA_DATABASE_MAX_CONNECTIONS") {
-            guard let number = Double(text), number == number.rounded(), (1...1_000).contains(number) else {
-                return [connection]
-            }
-            poolSize = Int(number)
-        } else {
-            poolSize = SQLAccountStore.defaultMaximumConnections
         }
         var logger = Logger(label: "siwa.doctor")
         logger.logLevel = .error
@@ -441,7 +436,7 @@ struct DoctorCommand: AsyncParsableCommand {
         )
     }
 
-    /// The connection check of ``checkDatabase(_:)``.
+    /// The connection check of ``checkDatabase(_:poolSize:)``.
     private static func checkDatabaseConnection(_ environment: [String: String]) async -> Finding? {
         func value(_ name: String) -> String? {
             environment[name].map { $0.trimmingCharacters(in: .whitespaces) }.flatMap { $0.isEmpty ? nil : $0 }

@@ -69,73 +69,64 @@ struct PostgresPoolLimitTests {
     /// connections open, other logins' sessions included though a plain login may not see them.
     @Test func theConnectionCapacityCountsWhatAPlainLoginMayUse() async throws {
         let url = try #require(StoreHarness.postgresURL)
-        let store = try await SQLAccountStore.postgres(
-            url: url,
-            schema: StoreHarness.freshSchema(),
-            logger: StoreHarness.quietLogger
-        )
         let role = "doctor_plain_\(UInt32.random(in: 0...UInt32.max))"
         let password = "p\(UInt64.random(in: 0...UInt64.max))"
-        try await withClosing(
-            store,
-            close: { await $0.shutdown() },
-            { store in
-                // The store's pool keeps this superuser connection open (idle) for the rest of the test.
-                let (maximum, reserved) = try await store.postgres("settings") { connection, logger in
-                    let rows = try await connection.query(
-                        """
-                        SELECT current_setting('max_connections')::int,
-                            current_setting('superuser_reserved_connections')::int
-                        """,
+        try await StoreHarness.withPostgresStore(schema: StoreHarness.freshSchema()) { store in
+            // The store's pool keeps this superuser connection open (idle) for the rest of the test.
+            let (maximum, reserved) = try await store.postgres("settings") { connection, logger in
+                let rows = try await connection.query(
+                    """
+                    SELECT current_setting('max_connections')::int,
+                        current_setting('superuser_reserved_connections')::int
+                    """,
+                    logger: logger
+                ).collect()
+                return try #require(rows.first).decode((Int, Int).self)
+            }
+            var failure: (any Error)?
+            do {
+                try await store.postgres("create role") { connection, logger in
+                    _ = try await connection.query(
+                        PostgresQuery(
+                            unsafeSQL: "CREATE ROLE \(role) LOGIN CONNECTION LIMIT 7 PASSWORD '\(password)'"
+                        ),
                         logger: logger
                     ).collect()
-                    return try #require(rows.first).decode((Int, Int).self)
                 }
-                var failure: (any Error)?
-                do {
-                    try await store.postgres("create role") { connection, logger in
-                        _ = try await connection.query(
-                            PostgresQuery(
-                                unsafeSQL: "CREATE ROLE \(role) LOGIN CONNECTION LIMIT 7 PASSWORD '\(password)'"
-                            ),
-                            logger: logger
-                        ).collect()
-                    }
-                    let superuser = try await SQLAccountStore.connectionCapacity(
-                        postgresURL: url,
-                        logger: StoreHarness.quietLogger
-                    )
-                    #expect(superuser.maxConnections == maximum)
-                    #expect(superuser.reserved == 0, "the test server's login is a superuser")
-                    #expect(superuser.roleLimit == nil)
-                    #expect(superuser.hidden == 0, "a superuser sees every session")
-                    #expect(superuser.open >= 2, "the check's own connection and the store's")
+                let superuser = try await SQLAccountStore.connectionCapacity(
+                    postgresURL: url,
+                    logger: StoreHarness.quietLogger
+                )
+                #expect(superuser.maxConnections == maximum)
+                #expect(superuser.reserved == 0, "the test server's login is a superuser")
+                #expect(superuser.roleLimit == nil)
+                #expect(superuser.hidden == 0, "a superuser sees every session")
+                #expect(superuser.open >= 2, "the check's own connection and the store's")
 
-                    var plainURL = try #require(URLComponents(string: url))
-                    plainURL.user = role
-                    plainURL.password = password
-                    let plain = try await SQLAccountStore.connectionCapacity(
-                        postgresURL: try #require(plainURL.string),
-                        logger: StoreHarness.quietLogger
-                    )
-                    #expect(plain.maxConnections == maximum)
-                    #expect(plain.reserved == reserved)
-                    #expect(plain.roleLimit == 7)
-                    #expect(plain.available == min(maximum - reserved, 7))
-                    #expect(plain.openForRole == 1, "the check's own connection only")
-                    #expect(plain.hidden >= 1, "the store's superuser connection, which this login may not see")
-                    #expect(plain.open >= 2, "the hidden session counted as open")
-                } catch {
-                    failure = error
-                }
-                // Roles are the whole server's: this one goes, whatever the checks found.
-                _ = try await store.postgres("drop role") { connection, logger in
-                    try await connection.query(PostgresQuery(unsafeSQL: "DROP ROLE IF EXISTS \(role)"), logger: logger)
-                        .collect()
-                }
-                if let failure { throw failure }
+                var plainURL = try #require(URLComponents(string: url))
+                plainURL.user = role
+                plainURL.password = password
+                let plain = try await SQLAccountStore.connectionCapacity(
+                    postgresURL: try #require(plainURL.string),
+                    logger: StoreHarness.quietLogger
+                )
+                #expect(plain.maxConnections == maximum)
+                #expect(plain.reserved == reserved)
+                #expect(plain.roleLimit == 7)
+                #expect(plain.available == min(maximum - reserved, 7))
+                #expect(plain.openForRole == 1, "the check's own connection only")
+                #expect(plain.hidden >= 1, "the store's superuser connection, which this login may not see")
+                #expect(plain.open >= 2, "the hidden session counted as open")
+            } catch {
+                failure = error
             }
-        )
+            // Roles are the whole server's: this one goes, whatever the checks found.
+            _ = try await store.postgres("drop role") { connection, logger in
+                try await connection.query(PostgresQuery(unsafeSQL: "DROP ROLE IF EXISTS \(role)"), logger: logger)
+                    .collect()
+            }
+            if let failure { throw failure }
+        }
     }
 }
 

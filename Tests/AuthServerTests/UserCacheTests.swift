@@ -227,17 +227,28 @@ struct UserCacheUnitTests {
         #expect(try await cache.entry(id: user.id, store: store)?.user == changed, "the cache holds the change")
     }
 
+    /// `count` accounts signed in to `store` (Apple user ids `001.<name>.1`, …).
+    private static func accounts(
+        _ count: Int,
+        named name: String,
+        in store: InMemoryAccountStore,
+        at now: Date
+    ) async throws -> [UserRecord] {
+        var users: [UserRecord] = []
+        for index in 1...count {
+            let facts = AppleSignInFacts(
+                appleUserID: AppleUserID("001.\(name).\(index)"),
+                clientID: ClientID("com.example.app")
+            )
+            users.append(try await store.signIn(facts, now: now).user)
+        }
+        return users
+    }
+
     @Test func aFullCacheKeepsItsAccountsWhenOneOfThemIsUpdated() async throws {
         let store = InMemoryAccountStore()
         let start = Date(timeIntervalSince1970: 1_800_000_000)
-        var users: [UserRecord] = []
-        for index in 1...2 {
-            let facts = AppleSignInFacts(
-                appleUserID: AppleUserID("001.kept.\(index)"),
-                clientID: ClientID("com.example.app")
-            )
-            users.append(try await store.signIn(facts, now: start).user)
-        }
+        let users = try await Self.accounts(2, named: "kept", in: store, at: start)
         let cache = UserCache(capacity: 2)
         for user in users { cache.update(user) }
         cache.update(users[1])  // full, but the account is in it: nothing grows, nothing is dropped
@@ -250,14 +261,7 @@ struct UserCacheUnitTests {
     @Test func aFullCacheStartsOverSoMemoryStaysBounded() async throws {
         let store = InMemoryAccountStore()
         let start = Date(timeIntervalSince1970: 1_800_000_000)
-        var users: [UserRecord] = []
-        for index in 1...3 {
-            let facts = AppleSignInFacts(
-                appleUserID: AppleUserID("001.full.\(index)"),
-                clientID: ClientID("com.example.app")
-            )
-            users.append(try await store.signIn(facts, now: start).user)
-        }
+        let users = try await Self.accounts(3, named: "full", in: store, at: start)
         let cache = UserCache(capacity: 2)
         try await cache.refresh(from: store, now: start)
         for user in users { _ = try await cache.user(id: user.id, store: store) }

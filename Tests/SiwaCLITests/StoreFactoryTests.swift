@@ -8,10 +8,9 @@ import Testing
 @testable import SiwaCLI
 
 /// The store every command opens from its settings. It opens the test server's default schema, as `serve` does (the
-/// server of `scripts/with-postgres` is private to the run); one case at a time, so two migrations never meet.
+/// server of `scripts/with-postgres` is private to the run; migrations take turns under their advisory lock).
 @Suite(
     "StoreFactory",
-    .serialized,
     .enabled(
         if: ProcessInfo.processInfo.environment["SIWA_TEST_POSTGRES_URL"] != nil,
         "set SIWA_TEST_POSTGRES_URL, or run under scripts/with-postgres (scripts/test does)"
