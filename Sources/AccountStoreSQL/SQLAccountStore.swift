@@ -159,6 +159,9 @@ public final class SQLAccountStore: AccountStore {
     /// cores: six processes at the default fit PostgreSQL's default `max_connections` (100) on any machine.
     public static let defaultMaximumConnections = 16
 
+    /// The pool limits ``postgres(url:schema:maximumConnections:logger:)`` accepts.
+    public static let maximumConnectionsRange = 1...1_000
+
     /// ``postgres(url:schema:maximumConnections:logger:)`` with a choice of pool, for the benchmark that compares
     /// them (``PostgresPooling``).
     package static func postgres(
@@ -168,7 +171,7 @@ public final class SQLAccountStore: AccountStore {
         pooling: PostgresPooling,
         logger: Logger
     ) async throws(StoreError) -> SQLAccountStore {
-        if let maximumConnections, !(1...1_000).contains(maximumConnections) {
+        if let maximumConnections, !maximumConnectionsRange.contains(maximumConnections) {
             throw StoreError(.invalidInput, "open the PostgreSQL store: the most connections is from 1 to 1,000")
         }
         var configuration: SQLPostgresConfiguration

@@ -1,4 +1,5 @@
 import AccountStore
+import AccountStoreSQL
 import AppleSignIn
 import ArgumentParser
 import AuthServer
@@ -270,7 +271,7 @@ struct ServerSettings {
             settings.databasePath = path
             settings.databaseIsConfigured = true
         }
-        if let count = try wholeNumber("SIWA_DATABASE_MAX_CONNECTIONS", 1...1_000) {
+        if let count = try wholeNumber("SIWA_DATABASE_MAX_CONNECTIONS", SQLAccountStore.maximumConnectionsRange) {
             settings.databaseMaxConnections = count
         }
         let keyFile = value("SIWA_DATA_KEY_FILE") ?? "siwa-data.key"
