@@ -499,7 +499,12 @@ extension SQLAccountStore {
             ).first()
             queued = try inserted.map(SQLRecords.pendingRevocation)
         }
-        try await database.raw("DELETE FROM refresh_tokens WHERE user_id = \(bind: userID)").run()
+        // By session: `refresh_tokens` has no index on its `user_id` (schema version 7).
+        try await database.raw(
+            """
+            DELETE FROM refresh_tokens WHERE session_id IN (SELECT id FROM sessions WHERE user_id = \(bind: userID))
+            """
+        ).run()
         try await database.raw("DELETE FROM authorization_codes WHERE user_id = \(bind: userID)").run()
         try await database.raw("DELETE FROM apple_tokens WHERE user_id = \(bind: userID)").run()
         try await database.raw("DELETE FROM user_transfers WHERE user_id = \(bind: userID)").run()

@@ -232,6 +232,12 @@ enum SQLSchema {
             "CREATE INDEX authorization_codes_by_expiry ON authorization_codes (expires_at)",
             "CREATE INDEX authorization_codes_by_user ON authorization_codes (user_id)",
         ],
+        // 7: a refresh token reaches its account through its session, whose foreign key already deletes the tokens
+        // with the account: the index on `refresh_tokens.user_id` and that column's own foreign key go. The index put
+        // a page of its own (keyed by account, so rarely one another write had dirtied) into every sign-in's and
+        // every refresh's commit, and the foreign key needs it (deleting an account would read every token). SQLite
+        // cannot drop a foreign key, so `finish` rebuilds the table there.
+        ["DROP INDEX refresh_tokens_by_user"],
     ]
 
     /// The schema version this build of siwa writes.
@@ -241,10 +247,19 @@ enum SQLSchema {
     /// it (and then open it with this one).
     @TaskLocal static var migrationTarget: Int?
 
-    /// What a migration does in Swift after its statements, in the same transaction. Version 5: the search keys of
-    /// emails and names that are not all ASCII, which `lower` left unfolded (``SearchKey`` folds every letter).
-    static func finish(_ version: Int, _ database: any SQLDatabase) async throws {
-        guard version == 5 else { return }
+    /// What a migration does in Swift after its statements, in the same transaction: version 5 fills the search keys
+    /// that statements cannot, version 7 drops a foreign key (``dropRefreshTokensAccountKey(_:flavor:)``).
+    static func finish(_ version: Int, _ database: any SQLDatabase, flavor: SQLFlavor) async throws {
+        switch version {
+        case 5: try await fillSearchKeys(database)
+        case 7: try await dropRefreshTokensAccountKey(database, flavor: flavor)
+        default: break
+        }
+    }
+
+    /// Version 5: the search keys of emails and names that are not all ASCII, which `lower` left unfolded
+    /// (``SearchKey`` folds every letter).
+    private static func fillSearchKeys(_ database: any SQLDatabase) async throws {
         let rows = try await database.raw(
             """
             SELECT id, email, given_name, family_name FROM users
@@ -265,6 +280,47 @@ enum SQLSchema {
                 """
             ).run()
         }
+    }
+
+    /// Version 7: `refresh_tokens.user_id` keeps its values (a token's account, as its session's) without a foreign
+    /// key. PostgreSQL drops the constraint (named as PostgreSQL names it, as version 1 left it unnamed). SQLite
+    /// rebuilds the table: a new one without the key, the rows copied, the old one dropped and the new one renamed,
+    /// its other indexes made again. The rename runs with `legacy_alter_table` on, because the writer's `TEMP`
+    /// triggers (``SQLiteStatements/connectionSetup``) name `refresh_tokens`, and SQLite's checks of a rename would
+    /// otherwise compile them while that table is dropped, and fail.
+    private static func dropRefreshTokensAccountKey(_ database: any SQLDatabase, flavor: SQLFlavor) async throws {
+        guard flavor == .sqlite else {
+            try await database.raw("ALTER TABLE refresh_tokens DROP CONSTRAINT refresh_tokens_user_id_fkey").run()
+            return
+        }
+        let columns = "hash, session_id, user_id, issued_at, expires_at, used_at, last_checked_at"
+        try await database.raw("PRAGMA legacy_alter_table = ON").run()
+        do {
+            for statement: SQLQueryString in [
+                """
+                CREATE TABLE refresh_tokens_rebuilt (
+                    hash TEXT NOT NULL PRIMARY KEY,
+                    session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+                    user_id TEXT NOT NULL,
+                    issued_at BIGINT NOT NULL,
+                    expires_at BIGINT NOT NULL,
+                    used_at BIGINT,
+                    last_checked_at BIGINT
+                )
+                """,
+                "INSERT INTO refresh_tokens_rebuilt (\(unsafeRaw: columns)) SELECT \(unsafeRaw: columns) FROM refresh_tokens",
+                "DROP TABLE refresh_tokens",
+                "ALTER TABLE refresh_tokens_rebuilt RENAME TO refresh_tokens",
+                "CREATE INDEX refresh_tokens_by_session ON refresh_tokens (session_id)",
+                "CREATE INDEX refresh_tokens_by_expiry ON refresh_tokens (expires_at)",
+            ] {
+                try await database.raw(statement).run()
+            }
+        } catch {
+            try? await database.raw("PRAGMA legacy_alter_table = OFF").run()
+            throw error
+        }
+        try await database.raw("PRAGMA legacy_alter_table = OFF").run()
     }
 
     /// Brings the database to ``currentVersion``: applies, in one transaction, every migration it lacks. Safe to run
@@ -294,7 +350,7 @@ enum SQLSchema {
             }
             for (index, statements) in migrations.enumerated() where index + 1 > found && index + 1 <= target {
                 for statement in statements { try await database.raw(statement).run() }
-                try await finish(index + 1, database)
+                try await finish(index + 1, database, flavor: connections.flavor)
                 try await database.raw("INSERT INTO schema_version (version) VALUES (\(bind: Int64(index + 1)))").run()
                 logger.info("applied store migration", metadata: ["version": "\(index + 1)"])
             }

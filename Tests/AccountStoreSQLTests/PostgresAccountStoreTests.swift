@@ -51,6 +51,12 @@ struct PostgresAccountStoreTests {
         }
     }
 
+    @Test func refreshTokensHaveNoAccountKey() async throws {
+        try await StoreHarness.withPostgresStore(schema: StoreHarness.freshSchema()) {
+            try await RefreshTokenKeyScenario.check($0)
+        }
+    }
+
     @Test func aVersion4DatabaseIsUpgradedInPlace() async throws {
         let schema = StoreHarness.freshSchema()
         try await UpgradeScenario.atVersion4 {

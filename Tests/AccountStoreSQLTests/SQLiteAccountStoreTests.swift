@@ -56,6 +56,12 @@ import Foundation
         }
     }
 
+    @Test func refreshTokensHaveNoAccountKey() async throws {
+        try await StoreHarness.withSQLitePath { path in
+            try await StoreHarness.withSQLiteStore(path: path) { try await RefreshTokenKeyScenario.check($0) }
+        }
+    }
+
     @Test func aVersion4DatabaseIsUpgradedInPlace() async throws {
         try await StoreHarness.withSQLitePath { path in
             try await UpgradeScenario.atVersion4 {

@@ -226,6 +226,10 @@ enum UpgradeScenario {
                     endedSession: rpSession.sessionID
                 )
         )
+
+        // Version 7: the refresh tokens' table without its account key (rebuilt on SQLite, its rows kept: above, the
+        // version-4 tokens rotated and their reuse was caught).
+        try await RefreshTokenKeyScenario.check(store)
     }
 
     private static func search(_ store: SQLAccountStore, _ query: String) async throws -> [UserID] {
