@@ -103,6 +103,9 @@ final class SQLiteWriter: Sendable {
     /// The most jobs one commit takes.
     private static let groupLimit = 64
 
+    /// The size past which the write-ahead log's file is cut back when the log restarts (64 MiB).
+    static let journalSizeLimit = 64 << 20
+
     private init(connection: Connection, thread: NIOThreadPool, logger: Logger) {
         self.connection = connection
         self.thread = thread
@@ -404,6 +407,11 @@ extension SQLiteWriter {
             _ = sqlite_nio_sqlite3_busy_timeout(handle, Int32(clamping: busyTimeoutMilliseconds))
             try execute("PRAGMA foreign_keys = ON")
             try execute("PRAGMA synchronous = NORMAL")
+            // SQLite reuses its write-ahead log's file rather than shrink it: a log that grew (a large transaction, or
+            // checkpoints held back while a long read, such as a backup, kept its snapshot) would keep that size for
+            // good. Past 64 MiB it is cut back once the log restarts; the log of ordinary writes (checkpointed every
+            // 1,000 pages, about 4 MiB) never reaches that.
+            try execute("PRAGMA journal_size_limit = \(SQLiteWriter.journalSizeLimit)")
             // Every write that shares its group runs in a savepoint (and a trigger's statements in statement
             // journals) inside the group's transaction. SQLite copies each page a savepoint changes into a sub-journal first, and spills that to a
             // temporary file past 64 KiB, which one sign-in's pages exceed: a `pwrite` per page, a quarter of the

@@ -57,6 +57,20 @@ struct PostgresAccountStoreTests {
         }
     }
 
+    /// Version 7 drops a constraint: every column of the tokens keeps its value.
+    @Test func version7KeepsEveryColumnOfTheTokens() async throws {
+        let schema = StoreHarness.freshSchema()
+        let written = try await RefreshTokenKeyScenario.atVersion6 {
+            try await StoreHarness.withPostgresStore(schema: schema) {
+                try await RefreshTokenKeyScenario.writeVersion6Tokens($0)
+            }
+        }
+        try await StoreHarness.withPostgresStore(schema: schema) { store async throws -> Void in
+            #expect(try await store.appliedSchemaVersion() == SQLAccountStore.schemaVersion)
+            #expect(try await RefreshTokenKeyScenario.tokenRows(store) == written)
+        }
+    }
+
     @Test func aVersion4DatabaseIsUpgradedInPlace() async throws {
         let schema = StoreHarness.freshSchema()
         try await UpgradeScenario.atVersion4 {

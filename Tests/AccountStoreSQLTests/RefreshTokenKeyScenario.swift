@@ -14,7 +14,7 @@ import Foundation
 /// Schema version 7: a refresh token reaches its account through its session. `refresh_tokens` keeps `user_id`, but
 /// no index starts with it and no foreign key ties it to `users` (every sign-in and refresh paid a page write for the
 /// index, and the foreign key needs one), and deleting or anonymising an account still removes its tokens. Run on a
-/// new database and on one upgraded from version 4 (whose table SQLite rebuilt).
+/// new database and on upgraded ones (SQLite edits the table's definition in place).
 enum RefreshTokenKeyScenario {
     static func check(_ store: SQLAccountStore) async throws {
         let flavor = store.connections.flavor
@@ -99,6 +99,92 @@ enum RefreshTokenKeyScenario {
         )
     }
 
+    /// A stored refresh token's row, every column.
+    struct TokenRow: Equatable {
+        var hash: String
+        var sessionID: String
+        var userID: String
+        var issuedAt: Int64
+        var expiresAt: Int64
+        var usedAt: Int64?
+        var lastCheckedAt: Int64?
+    }
+
+    /// Runs `body` with stores that migrate to version 6 only (as the siwa before version 7 did).
+    static func atVersion6<R>(_ body: () async throws -> R) async throws -> R {
+        try await SQLSchema.$migrationTarget.withValue(6) { try await body() }
+    }
+
+    /// Writes, at version 6, an account with one session whose first token was used, checked and rotated: every
+    /// column of both tokens holds a value but the successor's `used_at` and `last_checked_at`.
+    static func writeVersion6Tokens(_ store: SQLAccountStore) async throws -> [TokenRow] {
+        #expect(try await store.appliedSchemaVersion() == 6)
+        let now = Date(timeIntervalSince1970: 1_767_225_600)
+        let user = try await store.signIn(
+            AppleSignInFacts(appleUserID: AppleUserID("001.version6.tokens"), clientID: "com.example.app"),
+            now: now
+        ).user
+        let first = RefreshTokenRecord(
+            hash: Array(repeating: 0x61, count: 32),
+            sessionID: SessionID(),
+            userID: user.id,
+            issuedAt: now,
+            expiresAt: now.addingTimeInterval(3_600)
+        )
+        try await store.createSession(firstToken: first, now: now)
+        let later = now.addingTimeInterval(60)
+        try await store.write("mark the first token checked") { database in
+            try await database.raw(
+                "UPDATE refresh_tokens SET last_checked_at = \(bind: try SQLValue.milliseconds(later))"
+            ).run()
+        }
+        let next = RefreshTokenRecord(
+            hash: Array(repeating: 0x62, count: 32),
+            sessionID: first.sessionID,
+            userID: user.id,
+            issuedAt: later,
+            expiresAt: later.addingTimeInterval(3_600)
+        )
+        #expect(
+            try await store.rotateRefreshToken(presentedHash: first.hash, next: next, now: later)
+                == .rotated(sessionID: first.sessionID, userID: user.id)
+        )
+        let rows = try await tokenRows(store)
+        #expect(rows.count == 2 && rows[0].usedAt != nil && rows[0].lastCheckedAt != nil, "values in every column")
+        return rows
+    }
+
+    /// Every stored refresh token, by hash.
+    static func tokenRows(_ store: SQLAccountStore) async throws -> [TokenRow] {
+        try await store.read("read refresh tokens") { database in
+            try await database.raw(
+                """
+                SELECT hash, session_id, user_id, issued_at, expires_at, used_at, last_checked_at
+                FROM refresh_tokens ORDER BY hash
+                """
+            ).all().map { row in
+                TokenRow(
+                    hash: try row.decode(column: "hash", as: String.self),
+                    sessionID: try row.decode(column: "session_id", as: String.self),
+                    userID: try row.decode(column: "user_id", as: String.self),
+                    issuedAt: try row.decode(column: "issued_at", as: Int64.self),
+                    expiresAt: try row.decode(column: "expires_at", as: Int64.self),
+                    usedAt: try row.decode(column: "used_at", as: Int64?.self),
+                    lastCheckedAt: try row.decode(column: "last_checked_at", as: Int64?.self)
+                )
+            }
+        }
+    }
+
+    /// SQLite's `PRAGMA integrity_check`: `["ok"]` for a whole file.
+    static func integrityCheck(_ store: SQLAccountStore) async throws -> [String] {
+        try await store.read("check the file") { database in
+            try await database.raw("PRAGMA integrity_check").all().map {
+                try $0.decode(column: "integrity_check", as: String.self)
+            }
+        }
+    }
+
     /// The stored refresh tokens of `users`, per account.
     private static func tokenCounts(_ store: SQLAccountStore, of users: [UserID]) async throws -> [UserID: Int] {
         let rows = try await store.read("count refresh tokens") { database in
@@ -108,10 +194,7 @@ enum RefreshTokenKeyScenario {
                 }
         }
         var counts: [UserID: Int] = [:]
-        for (user, count) in rows {
-            let user = try #require(UserID(user))
-            if users.contains(user) { counts[user] = count }
-        }
+        for user in users { counts[user] = rows.first { $0.0 == user.description }?.1 }
         return counts
     }
 

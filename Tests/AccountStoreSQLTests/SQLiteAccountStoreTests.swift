@@ -62,6 +62,49 @@ import Foundation
         }
     }
 
+    /// Version 7 edits the refresh tokens' table definition in place: every row keeps every column, also a token
+    /// whose session is gone (written here as the `sqlite3` shell would, with foreign keys off), which a copy into a
+    /// table with the session's key would have refused; the file stays whole, and the writer's statements work on it.
+    @Test func version7KeepsEveryTokenAsItWas() async throws {
+        try await StoreHarness.withSQLitePath { path in
+            var written = try await RefreshTokenKeyScenario.atVersion6 {
+                try await StoreHarness.withSQLiteStore(path: path) {
+                    try await RefreshTokenKeyScenario.writeVersion6Tokens($0)
+                }
+            }
+            let connection = try await SQLiteConnection.open(storage: .file(path: path))
+            do {
+                _ = try await connection.query(
+                    """
+                    INSERT INTO refresh_tokens (hash, session_id, user_id, issued_at, expires_at)
+                    VALUES ('00-orphan', 'no-such-session', 'no-such-user', 1, 2)
+                    """,
+                    []
+                )
+                try await connection.close().get()
+            } catch {
+                try await connection.close().get()
+                throw error
+            }
+            written.insert(
+                .init(
+                    hash: "00-orphan",
+                    sessionID: "no-such-session",
+                    userID: "no-such-user",
+                    issuedAt: 1,
+                    expiresAt: 2
+                ),
+                at: 0
+            )
+            try await StoreHarness.withSQLiteStore(path: path) { store async throws -> Void in
+                #expect(try await store.appliedSchemaVersion() == SQLAccountStore.schemaVersion)
+                #expect(try await RefreshTokenKeyScenario.tokenRows(store) == written)
+                #expect(try await RefreshTokenKeyScenario.integrityCheck(store) == ["ok"])
+                try await RefreshTokenKeyScenario.check(store)
+            }
+        }
+    }
+
     @Test func aVersion4DatabaseIsUpgradedInPlace() async throws {
         try await StoreHarness.withSQLitePath { path in
             try await UpgradeScenario.atVersion4 {

@@ -283,6 +283,20 @@ import Foundation
         }
     }
 
+    /// A write-ahead log that grew (a large transaction, checkpoints held back by a long read) would keep its file's
+    /// size for good: the writer limits what it keeps to 64 MiB.
+    @Test func theWriterLimitsTheLogFileItKeeps() async throws {
+        try await withWriter { writer, _ in
+            let limit = try await writer.perform { connection in
+                try connection.run("PRAGMA journal_size_limit", []).first?.decode(
+                    column: "journal_size_limit",
+                    as: Int.self
+                )
+            }
+            #expect(limit == 64 * 1_024 * 1_024)
+        }
+    }
+
     /// Savepoints (every write has one) copy the pages they change into a sub-journal; past 64 KiB SQLite moves it
     /// into a temporary file, written page by page, unless temporary storage is memory. A write of 300 KiB in a
     /// savepoint, then rolled back to it, leaves the table as it was.

@@ -227,7 +227,7 @@ enum UpgradeScenario {
                 )
         )
 
-        // Version 7: the refresh tokens' table without its account key (rebuilt on SQLite, its rows kept: above, the
+        // Version 7: the refresh tokens' table without its account key (on SQLite its definition edited, its rows kept: above, the
         // version-4 tokens rotated and their reuse was caught).
         try await RefreshTokenKeyScenario.check(store)
     }
