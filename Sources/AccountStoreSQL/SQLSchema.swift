@@ -236,7 +236,7 @@ enum SQLSchema {
         // with the account: the index on `refresh_tokens.user_id` and that column's own foreign key go. The index put
         // a page of its own (keyed by account, so rarely one another write had dirtied) into every sign-in's and
         // every refresh's commit, and the foreign key needs it (deleting an account would read every token). SQLite
-        // has no statement to drop a foreign key, so `finish` edits the table's definition there.
+        // has no statement to drop an unnamed foreign key, so `finish` edits the table's definition there.
         ["DROP INDEX refresh_tokens_by_user"],
     ]
 
@@ -285,12 +285,13 @@ enum SQLSchema {
     /// Version 7: `refresh_tokens.user_id` keeps its values (a token's account, as its session's) without a foreign
     /// key. PostgreSQL drops the constraint (named as PostgreSQL names an unnamed one; version 1 named none).
     ///
-    /// SQLite has no statement for it. Its documentation gives two ways: copy the table into a new one, or, for a
-    /// change that leaves the stored rows and indexes as they are (dropping a foreign key is one), edit the table's
-    /// definition in `sqlite_schema` and step the schema version so that every connection reads it again. The copy
-    /// measured 16.5 s, 366 MB of memory and some 300 MB of log per million tokens (the old table's pages, journalled
-    /// in memory as the writer keeps its journals); the migration with the edit took 0.6 s, so siwa edits. The definition
-    /// must hold the clause version 1 wrote, once; the edit is checked before the migration commits.
+    /// SQLite has no statement for an unnamed one (its `DROP CONSTRAINT` takes a name). Its documentation gives two
+    /// ways: copy the table into a new one, or, for a change that leaves the stored rows and indexes as they are
+    /// (dropping a foreign key is one), edit the table's definition in `sqlite_schema` and step the schema version so
+    /// that every connection reads it again. The copy measured 16.5 s, 366 MB of memory and some 300 MB of log per
+    /// million tokens (the old table's pages, journalled in memory as the writer keeps its journals); the migration
+    /// with the edit took 0.6 s, so siwa edits. The definition must hold the clause version 1 wrote, once; the edit is
+    /// checked before the migration commits.
     private static func dropRefreshTokensAccountKey(_ database: any SQLDatabase, flavor: SQLFlavor) async throws {
         guard flavor == .sqlite else {
             try await database.raw("ALTER TABLE refresh_tokens DROP CONSTRAINT refresh_tokens_user_id_fkey").run()
@@ -301,7 +302,13 @@ enum SQLSchema {
             "SELECT sql FROM sqlite_schema WHERE type = 'table' AND name = 'refresh_tokens'"
         ).first()?.decode(column: "sql", as: String.self)
         guard let definition, definition.ranges(of: key).count == 1 else {
-            throw StoreError(.corrupt, "the refresh_tokens table is not defined as siwa's migrations define it")
+            throw StoreError(
+                .corrupt,
+                """
+                the refresh_tokens table is not defined as siwa's migrations define it (its user_id column with \
+                "REFERENCES users (id) ON DELETE CASCADE"): was the file edited by hand? Restore a backup
+                """
+            )
         }
         let version = try await database.raw("PRAGMA schema_version").first()?.decode(
             column: "schema_version",
@@ -310,6 +317,18 @@ enum SQLSchema {
         guard let version else { throw StoreError(.corrupt, "SQLite did not report its schema version") }
         try await database.raw("PRAGMA writable_schema = ON").run()
         do {
+            // A connection in SQLite's defensive mode ignores the setting (and would then refuse the edit with a
+            // message about sqlite_master): say what is in the way.
+            let writable = try await database.raw("PRAGMA writable_schema").first()?.decode(
+                column: "writable_schema",
+                as: Int.self
+            )
+            guard writable == 1 else {
+                throw StoreError(
+                    .unavailable,
+                    "SQLite refuses to edit its schema on this connection (defensive mode), which migration 7 needs"
+                )
+            }
             try await database.raw(
                 """
                 UPDATE sqlite_schema SET sql = \(bind: definition.replacing(key, with: "user_id TEXT NOT NULL"))
@@ -318,11 +337,13 @@ enum SQLSchema {
             ).run()
             try await database.raw("PRAGMA schema_version = \(unsafeRaw: String(version + 1))").run()
         } catch {
-            try? await database.raw("PRAGMA writable_schema = RESET").run()
+            try? await database.raw("PRAGMA writable_schema = OFF").run()
             throw error
         }
-        // Off, and the connection's copy of the schema read again.
-        try await database.raw("PRAGMA writable_schema = RESET").run()
+        // Off, as the documentation's procedure ends (not RESET, which would also clear the connection's note of an
+        // uncommitted schema change, so that a rollback would not read the schema again). The new schema version
+        // already makes the next statement read it again.
+        try await database.raw("PRAGMA writable_schema = OFF").run()
         let references = try await database.raw(
             #"SELECT "table" FROM pragma_foreign_key_list('refresh_tokens')"#
         ).all().map { try $0.decode(column: "table", as: String.self) }

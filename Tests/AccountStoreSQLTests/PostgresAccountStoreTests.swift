@@ -57,6 +57,13 @@ struct PostgresAccountStoreTests {
         }
     }
 
+    @Test func aStoreOpenAcrossVersion7KeepsWorking() async throws {
+        let schema = StoreHarness.freshSchema()
+        try await RefreshTokenKeyScenario.upgradeWhileOpen { body in
+            try await StoreHarness.withPostgresStore(schema: schema, body)
+        }
+    }
+
     /// Version 7 drops a constraint: every column of the tokens keeps its value.
     @Test func version7KeepsEveryColumnOfTheTokens() async throws {
         let schema = StoreHarness.freshSchema()

@@ -99,6 +99,26 @@ enum RefreshTokenKeyScenario {
         )
     }
 
+    /// A store opened at version 6, with its statements (and on SQLite its writer's triggers) already used, while
+    /// another instance upgrades the database to version 7: the first one keeps working on the new schema (sign-ins,
+    /// rotations, deletions, and the checks of ``check(_:)``). `open` opens a store on the same database.
+    static func upgradeWhileOpen(
+        _ open: @escaping ((SQLAccountStore) async throws -> Void) async throws -> Void
+    ) async throws {
+        try await atVersion6 {
+            try await open { old in
+                _ = try await writeVersion6Tokens(old)
+                try await SQLSchema.$migrationTarget.withValue(nil) {
+                    try await open { new async throws -> Void in
+                        #expect(try await new.appliedSchemaVersion() == SQLAccountStore.schemaVersion)
+                    }
+                }
+                #expect(try await old.appliedSchemaVersion() == SQLAccountStore.schemaVersion)
+                try await check(old)
+            }
+        }
+    }
+
     /// A stored refresh token's row, every column.
     struct TokenRow: Equatable {
         var hash: String

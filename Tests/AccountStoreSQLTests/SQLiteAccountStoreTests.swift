@@ -62,6 +62,55 @@ import Foundation
         }
     }
 
+    @Test func aStoreOpenAcrossVersion7KeepsWorking() async throws {
+        try await StoreHarness.withSQLitePath { path in
+            try await RefreshTokenKeyScenario.upgradeWhileOpen { body in
+                try await StoreHarness.withSQLiteStore(path: path, body)
+            }
+        }
+    }
+
+    /// A refresh tokens' table not as version 1 defined it (edited by hand) stops the upgrade with a clear error and
+    /// leaves the file at version 6, whole.
+    @Test func version7RefusesATokenTableItDidNotWrite() async throws {
+        try await StoreHarness.withSQLitePath { path in
+            _ = try await RefreshTokenKeyScenario.atVersion6 {
+                try await StoreHarness.withSQLiteStore(path: path) {
+                    try await RefreshTokenKeyScenario.writeVersion6Tokens($0)
+                }
+            }
+            let connection = try await SQLiteConnection.open(storage: .file(path: path))
+            do {
+                for statement in [
+                    "DROP TABLE refresh_tokens",
+                    """
+                    CREATE TABLE refresh_tokens (hash TEXT NOT NULL PRIMARY KEY, session_id TEXT NOT NULL,
+                        user_id TEXT NOT NULL REFERENCES users (id), issued_at BIGINT NOT NULL,
+                        expires_at BIGINT NOT NULL, used_at BIGINT, last_checked_at BIGINT)
+                    """,
+                    "CREATE INDEX refresh_tokens_by_user ON refresh_tokens (user_id)",
+                ] {
+                    _ = try await connection.query(statement, [])
+                }
+                try await connection.close().get()
+            } catch {
+                try await connection.close().get()
+                throw error
+            }
+            let error = await #expect(throws: StoreError.self) {
+                try await StoreHarness.withSQLiteStore(path: path) { _ in }
+            }
+            #expect(error?.code == .corrupt)
+            #expect(error?.reason.contains("refresh_tokens") == true && error?.reason.contains("backup") == true)
+            try await RefreshTokenKeyScenario.atVersion6 {
+                try await StoreHarness.withSQLiteStore(path: path) { store async throws -> Void in
+                    #expect(try await store.appliedSchemaVersion() == 6)
+                    #expect(try await RefreshTokenKeyScenario.integrityCheck(store) == ["ok"])
+                }
+            }
+        }
+    }
+
     /// Version 7 edits the refresh tokens' table definition in place: every row keeps every column, also a token
     /// whose session is gone (written here as the `sqlite3` shell would, with foreign keys off), which a copy into a
     /// table with the session's key would have refused; the file stays whole, and the writer's statements work on it.
