@@ -27,6 +27,8 @@ missing_tokens = [a for a in answers if hashlib.sha256(a["refreshToken"].encode(
 orphans = {
     "sessionsWithoutUser": int(query("SELECT count(*) FROM sessions s LEFT JOIN users u ON u.id = s.user_id WHERE u.id IS NULL")[0]),
     "tokensWithoutSession": int(query("SELECT count(*) FROM refresh_tokens t LEFT JOIN sessions s ON s.id = t.session_id WHERE s.id IS NULL")[0]),
+    # Since schema version 7 a token's account is its session's, with no foreign key of its own to check it.
+    "tokensOfAnotherAccount": int(query("SELECT count(*) FROM refresh_tokens t JOIN sessions s ON s.id = t.session_id WHERE t.user_id <> s.user_id")[0]),
 }
 result = {
     "answered200": len(answers),
