@@ -58,7 +58,8 @@ enum RefreshTokenKeyScenario {
         #expect(firstColumns == ["expires_at", "hash", "session_id"], "no index starts with user_id")
         #expect(references == ["sessions"], "the token's only foreign key is its session's")
 
-        // Three accounts with two sessions each, one of them rotated once; one account deleted, one anonymised.
+        // Three accounts with two sessions each, one of them rotated once, and a third session started by a returning
+        // sign-in (SQLite's trigger, PostgreSQL's prepared statement); one account deleted, one anonymised.
         let now = Date(timeIntervalSince1970: 1_767_225_600)
         func token(_ sessionID: SessionID, _ userID: UserID) -> RefreshTokenRecord {
             RefreshTokenRecord(
@@ -77,6 +78,18 @@ enum RefreshTokenKeyScenario {
             )
             let user = try await store.signIn(facts, now: now).user
             users.append(user.id)
+            let returning = try await store.signIn(
+                facts,
+                startingSession: NewSession(
+                    sessionID: SessionID(),
+                    refreshTokenHash: (0..<32).map { _ in UInt8.random(in: 0...255) },
+                    issuedAt: now,
+                    expiresAt: now.addingTimeInterval(3_600),
+                    metadata: SessionMetadata(channel: .native)
+                ),
+                now: now
+            )
+            #expect(!returning.isNewUser && returning.user.id == user.id)
             for session in 0..<2 {
                 let first = token(SessionID(), user.id)
                 try await store.createSession(firstToken: first, now: now)
@@ -90,11 +103,11 @@ enum RefreshTokenKeyScenario {
                 )
             }
         }
-        #expect(try await tokenCounts(store, of: users) == [users[0]: 3, users[1]: 3, users[2]: 3])
+        #expect(try await tokenCounts(store, of: users) == [users[0]: 4, users[1]: 4, users[2]: 4])
         _ = try await store.deleteUser(id: users[1], mode: .delete, appleRevocationDueAt: nil, now: now)
         _ = try await store.deleteUser(id: users[2], mode: .anonymise, appleRevocationDueAt: nil, now: now)
         #expect(
-            try await tokenCounts(store, of: users) == [users[0]: 3],
+            try await tokenCounts(store, of: users) == [users[0]: 4],
             "the removed accounts' tokens are gone, the other's kept"
         )
     }
