@@ -49,7 +49,8 @@ public func buildApplication(
 }
 
 /// ``buildApplication(configuration:apple:store:transport:sealer:clock:host:port:logger:tls:onServerRunning:)``, and
-/// the routes its router registered, which a test compares with the OpenAPI document (`docs/openapi.json`).
+/// the routes its router registered, which a test compares with the OpenAPI document (`docs/openapi.json`), and the
+/// access each was registered with (``RouteAccess``), which a test walks with every kind of credential.
 func assembleApplication(
     configuration: AuthServerConfiguration,
     apple: AppleSignInConfiguration,
@@ -62,7 +63,9 @@ func assembleApplication(
     logger: Logger,
     tls: ServerTLS?,
     onServerRunning: @escaping @Sendable (any Channel) async -> Void
-) async throws -> (application: some ApplicationProtocol, routes: [RegisteredRoute]) {
+) async throws -> (
+    application: some ApplicationProtocol, routes: [RegisteredRoute], policies: [RegisteredRoute: RouteAccess]
+) {
     // One registry per application, never the global `MetricsSystem`: tests run many applications in one process.
     let metrics = configuration.metricsEnabled ? ServerMetrics() : nil
     let keySource: any AppleKeySource = AppleKeysEndpoint(
@@ -140,20 +143,26 @@ func assembleApplication(
     if configuration.authRateLimit != nil || configuration.notificationRateLimit != nil {
         router.add(middleware: RateLimitMiddleware(configuration: configuration))
     }
-    router.add(
-        middleware: SessionAuthenticator(
+    let adminAccess = AdminAccess(configuration: configuration, store: store, sessions: sessions)
+    // Every route below is registered with who may call it; the guard enforces it before the handler runs.
+    let routes = PolicedRoutes(
+        router: router,
+        guarding: RouteGuard(
             sessions: sessions,
             configuration: configuration,
-            cookieNames: [web.sessionName] + (compatibility.serviceStack ? [serviceStackCookies.access] : [])
-        )
+            cookieNames: [web.sessionName] + (compatibility.serviceStack ? [serviceStackCookies.access] : []),
+            requireAdmin: { context in _ = try await adminAccess.admin(context) }
+        ),
+        declarations: PolicedRoutes.Declarations()
     )
-    let auth = router.group("/auth")
+    let auth = routes.group("/auth")
+    let api = routes.group("/api")
     SessionController(
         configuration: configuration,
         signIn: signIn,
         sessions: sessions,
         contractCookies: compatibility.serviceStack ? [serviceStackCookies] : []
-    ).addRoutes(to: auth, api: router.group("/api"))
+    ).addRoutes(to: auth, api: api)
     let webController = try WebController(
         configuration: configuration,
         apple: apple,
@@ -162,24 +171,23 @@ func assembleApplication(
         sessions: sessions,
         clock: clock
     )
-    webController.addRoutes(to: router, auth: auth)
-    lifecycle.addRoutes(to: auth, api: router.group("/api"))
+    webController.addRoutes(to: routes, auth: auth)
+    lifecycle.addRoutes(to: auth, api: api)
     if compatibility.serviceStack {
         ServiceStackController(configuration: configuration, signIn: signIn, sessions: sessions, web: webController)
-            .addRoutes(to: router, auth: auth)
+            .addRoutes(to: routes, auth: auth)
     }
     if compatibility.vaporTutorial {
         VaporTutorialController(configuration: configuration, signIn: signIn, sessions: sessions, web: webController)
-            .addRoutes(to: router)
+            .addRoutes(to: routes)
     }
     if compatibility.rentManager {
-        RentManagerController(configuration: configuration, signIn: signIn, sessions: sessions).addRoutes(to: router)
+        RentManagerController(configuration: configuration, signIn: signIn, sessions: sessions).addRoutes(to: routes)
     }
 
     OpenIDController(configuration: configuration, store: store, sessions: sessions, clock: clock)
-        .addRoutes(to: router)
+        .addRoutes(to: routes)
 
-    let adminAccess = AdminAccess(configuration: configuration, store: store, sessions: sessions)
     let adminActions = AdminActions(
         store: store,
         sessions: sessions,
@@ -193,7 +201,7 @@ func assembleApplication(
         store: store,
         actions: adminActions,
         clock: clock
-    ).addRoutes(to: router)
+    ).addRoutes(to: routes)
     AdminConsoleController(
         configuration: configuration,
         access: adminAccess,
@@ -201,9 +209,9 @@ func assembleApplication(
         actions: adminActions,
         formTokens: AdminFormToken(dataKey: sealer.keys.primary.key),
         clock: clock
-    ).addRoutes(to: router)
+    ).addRoutes(to: routes)
 
-    router.get("/.well-known/jwks.json") { _, _ -> Response in
+    routes.get("/.well-known/jwks.json", access: .open) { _, _ -> Response in
         Response(
             status: .ok,
             headers: [.contentType: "application/json", .cacheControl: "public, max-age=300"],
@@ -211,7 +219,7 @@ func assembleApplication(
         )
     }
     if let metrics {
-        router.get("/metrics") { _, _ -> Response in
+        routes.get("/metrics", access: .open) { _, _ -> Response in
             Response(
                 status: .ok,
                 headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8", .cacheControl: "no-store"],
@@ -227,17 +235,17 @@ func assembleApplication(
             compatibility.rentManager ? "Rent Manager" : nil,
         ].compactMap { $0 }
     ).page
-    router.get("/") { _, _ -> Response in home.response() }
+    routes.get("/", access: .open) { _, _ -> Response in home.response() }
     let openAPI = ByteBuffer(string: OpenAPIDocument.json)
-    router.get("/openapi.json") { _, _ -> Response in
+    routes.get("/openapi.json", access: .open) { _, _ -> Response in
         Response(
             status: .ok,
             headers: [.contentType: "application/vnd.oai.openapi+json", .cacheControl: "public, max-age=300"],
             body: .init(byteBuffer: openAPI)
         )
     }
-    router.get("/healthz") { _, _ -> HTTPResponse.Status in .ok }
-    router.get("/readyz") { _, _ -> Response in
+    routes.get("/healthz", access: .open) { _, _ -> HTTPResponse.Status in .ok }
+    routes.get("/readyz", access: .open) { _, _ -> Response in
         do {
             try await store.ping()
             return Response(status: .ok)
@@ -259,7 +267,7 @@ func assembleApplication(
             maxHeaderListSize: configuration.maximumHeaderSize
         )
     )
-    let routes = router.routes.map { RegisteredRoute(method: $0.method.rawValue, path: $0.path.description) }
+    let registered = router.routes.map { RegisteredRoute(method: $0.method.rawValue, path: $0.path.description) }
     var app = Application(
         router: router,
         server: tls.map { tls in
@@ -292,5 +300,5 @@ func assembleApplication(
     app.addServices(
         Housekeeping(store: store, configuration: configuration.housekeeping, clock: clock, logger: logger)
     )
-    return (app, routes)
+    return (app, registered, routes.declarations.all)
 }

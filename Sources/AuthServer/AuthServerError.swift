@@ -85,6 +85,16 @@ public struct AuthServerError: Error, HTTPResponseError, CustomStringConvertible
 
     static let invalidRefreshToken = unauthorized(Code.invalidRefreshToken, "the refresh token is not valid")
     static let refreshTokenRevoked = unauthorized(Code.refreshTokenRevoked, "the session has ended; sign in again")
+    /// 401: an access token siwa's OpenID provider gave a relying party, presented where a session is needed.
+    static let relyingPartyToken = unauthorized(
+        Code.relyingPartyToken,
+        "a relying party's access token is accepted only at /oauth/userinfo and by the team's services"
+    )
+    /// 401: no access token came with a request whose route needs one.
+    static let missingToken = unauthorized(
+        Code.missingToken,
+        "send 'Authorization: Bearer <access token>' or the session cookie"
+    )
     static let refreshTokenExpired = unauthorized(
         Code.refreshTokenExpired,
         "the refresh token has expired; sign in again"

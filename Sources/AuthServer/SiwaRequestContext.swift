@@ -12,39 +12,45 @@ public import Foundation
 public struct SiwaRequestContext: RequestContext, RemoteAddressRequestContext {
     public var coreContext: CoreRequestContextStorage
     public let remoteAddress: SocketAddress?
-    /// How the request's access token was presented and checked, set by ``SessionAuthenticator`` (`nil`: the
-    /// request carried none).
+    /// Who is calling, as ``RouteGuard`` found it for the route's ``RouteAccess`` (`nil`: the request presented no
+    /// access token the route reads).
     var authentication: Authentication?
 
-    /// The access token's claims, when the request carries a valid one.
+    /// The siwa session of the request, when it presents a valid one the route accepts.
     public var session: AccessTokenClaims? {
-        switch authentication {
-        case .bearer(let claims), .cookie(let claims): claims
-        case .refused, nil: nil
-        }
+        if case .session(let claims, _) = authentication { claims } else { nil }
     }
 
-    /// What ``SessionAuthenticator`` found.
+    /// How an access token came with the request.
+    enum Presentation: Sendable, Hashable {
+        /// `Authorization: Bearer`: no cross-site check is needed, a browser never adds one on its own.
+        case bearer
+        /// The named session cookie; on a request that changes state, the cross-site check passed.
+        case cookie(String)
+        /// The `access_token` field of a form body.
+        case formField
+    }
+
+    /// The one typed identity of a request's access token.
     enum Authentication: Sendable {
-        /// A bearer token (`Authorization: Bearer`), checked; no CSRF check is needed.
-        case bearer(AccessTokenClaims)
-        /// A session cookie (siwa's or a contract's), checked, and the CSRF check passed when the method changes state.
-        case cookie(AccessTokenClaims)
-        /// A token or cookie was presented and refused (invalid, revoked, or a failed CSRF check).
+        /// One of siwa's own access tokens, checked.
+        case session(AccessTokenClaims, via: Presentation)
+        /// An access token siwa's OpenID provider gave a relying party, checked; a session on no route of siwa's own.
+        case relyingParty(RelyingPartyAccessClaims, via: Presentation)
+        /// A token was presented and refused (invalid, revoked, of a kind the route does not accept, or a failed
+        /// cross-site check).
         case refused(AuthServerError)
     }
 
-    /// The authenticated session, or the 401 (or 403) naming why not.
+    /// The authenticated siwa session, or the 401 (or 403) naming why not.
     func requireSession() throws(AuthServerError) -> (claims: AccessTokenClaims, byCookie: Bool) {
         switch authentication {
-        case .bearer(let claims): return (claims, false)
-        case .cookie(let claims): return (claims, true)
+        case .session(let claims, let presentation):
+            if case .cookie = presentation { return (claims, true) }
+            return (claims, false)
+        case .relyingParty: throw AuthServerError.relyingPartyToken
         case .refused(let error): throw error
-        case nil:
-            throw AuthServerError.unauthorized(
-                AuthServerError.Code.missingToken,
-                "send 'Authorization: Bearer <access token>' or the session cookie"
-            )
+        case nil: throw AuthServerError.missingToken
         }
     }
 

@@ -20,11 +20,22 @@ public struct SiwaTokenClaims: Sendable, Hashable {
     public var sessionID: String?
     /// `jti`, when present.
     public var tokenID: String?
-    /// `client_id` (or `azp`): the OpenID Connect client the token was issued to, for tokens siwa's OpenID provider
-    /// issued to another app.
+    /// `client_id`: the OpenID Connect client the token was issued to, for tokens siwa's OpenID provider issued to
+    /// another app (``Kind/relyingParty``).
     public var clientID: String?
     /// `scope`, split at spaces (empty when the token has none).
     public var scopes: [String]
+    /// Which kind of siwa access token this is.
+    public var kind: Kind
+
+    /// The kinds of siwa access token.
+    public enum Kind: String, Sendable, Hashable {
+        /// One of siwa's own: the user's session with siwa (header `typ: JWT`, no `client_id`).
+        case session
+        /// One siwa's OpenID provider issued to a relying party (header `typ: at+jwt`, with `client_id` and `scope`):
+        /// what the user granted that app.
+        case relyingParty
+    }
 
     public init(
         subject: String,
@@ -35,7 +46,8 @@ public struct SiwaTokenClaims: Sendable, Hashable {
         sessionID: String? = nil,
         tokenID: String? = nil,
         clientID: String? = nil,
-        scopes: [String] = []
+        scopes: [String] = [],
+        kind: Kind = .session
     ) {
         self.subject = subject
         self.issuer = issuer
@@ -46,6 +58,7 @@ public struct SiwaTokenClaims: Sendable, Hashable {
         self.tokenID = tokenID
         self.clientID = clientID
         self.scopes = scopes
+        self.kind = kind
     }
 }
 
@@ -72,6 +85,8 @@ public struct SiwaTokenError: Error, Sendable, Hashable, CustomStringConvertible
         public static let expired = Code(rawValue: "expired")
         /// `nbf` or `iat` lies in the future (beyond the leeway).
         public static let notYetValid = Code(rawValue: "not_yet_valid")
+        /// The token is no access token of siwa's: an ID token, or a `typ` that does not match its claims.
+        public static let wrongTokenType = Code(rawValue: "wrong_token_type")
         /// A claim the token must have is missing or has the wrong type.
         public static let missingClaim = Code(rawValue: "missing_claim")
         /// The discovery document or the key set could not be fetched or read.

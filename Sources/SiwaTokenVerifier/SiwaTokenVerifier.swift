@@ -26,8 +26,10 @@ public import Foundation
 public struct SiwaTokenVerifier: Sendable {
     /// The issuer URL, exactly as siwa's tokens carry it in `iss` (siwa's public URL).
     public let issuer: String
-    /// The audience tokens must name (`aud`): siwa's access-token audience (`siwa` by default), or an OpenID Connect
-    /// client's id for the access tokens siwa's OpenID provider issues to that client.
+    /// The audience tokens must name (`aud`): siwa's access-token audience (`SIWA_ACCESS_TOKEN_AUDIENCE`, `siwa` by
+    /// default). siwa's own access tokens and those its OpenID provider issues to relying parties both carry it; tell
+    /// them apart with ``SiwaTokenClaims/kind``. Never a client id: that is the audience of ID tokens, which are no
+    /// access tokens and are refused.
     public let audience: String
     /// How far `exp`, `iat` and `nbf` may be off (clock skew between machines).
     public let leeway: TimeInterval
@@ -88,10 +90,37 @@ public struct SiwaTokenVerifier: Sendable {
         guard let payloadBytes = SiwaBase64URL.decode(parts[1]),
             let payload = try? JSONDecoder().decode(Payload.self, from: Data(payloadBytes))
         else { throw SiwaTokenError(.malformed, "the payload is not a JSON object of JWT claims") }
-        return try claims(payload, now: time)
+        return try claims(payload, kind: try Self.kind(header: header, payload: payload), now: time)
     }
 
-    private func claims(_ payload: Payload, now: Date) throws(SiwaTokenError) -> SiwaTokenClaims {
+    /// The kind of access token: a relying party's is typed `at+jwt` (RFC 9068) and names its client; siwa's own is
+    /// typed `JWT` and names none. Anything else (an ID token, whose `azp` names its client; a token whose type and
+    /// claims disagree) is no access token of siwa's.
+    private static func kind(header: Header, payload: Payload) throws(SiwaTokenError) -> SiwaTokenClaims.Kind {
+        let type = header.typ?.lowercased()
+        if type == "at+jwt" || type == "application/at+jwt" {
+            guard payload.clientID != nil else {
+                throw SiwaTokenError(.wrongTokenType, "an at+jwt access token must name its client_id")
+            }
+            return .relyingParty
+        }
+        guard type == nil || type == "jwt" else {
+            throw SiwaTokenError(.wrongTokenType, "typ '\(header.typ ?? "")' is not an access token's")
+        }
+        guard payload.clientID == nil, payload.scope == nil, payload.azp == nil else {
+            throw SiwaTokenError(
+                .wrongTokenType,
+                "an ID token, or an access token whose claims do not match its typ, is not an access token"
+            )
+        }
+        return .session
+    }
+
+    private func claims(
+        _ payload: Payload,
+        kind: SiwaTokenClaims.Kind,
+        now: Date
+    ) throws(SiwaTokenError) -> SiwaTokenClaims {
         guard payload.iss == issuer else {
             throw SiwaTokenError(.wrongIssuer, "iss is '\(payload.iss ?? "")', not '\(issuer)'")
         }
@@ -115,8 +144,9 @@ public struct SiwaTokenVerifier: Sendable {
             expiresAt: Date(timeIntervalSince1970: exp),
             sessionID: payload.sid,
             tokenID: payload.jti,
-            clientID: payload.clientID ?? payload.azp,
-            scopes: payload.scope?.split(separator: " ").map(String.init) ?? []
+            clientID: payload.clientID,
+            scopes: payload.scope?.split(separator: " ").map(String.init) ?? [],
+            kind: kind
         )
     }
 
@@ -124,6 +154,7 @@ public struct SiwaTokenVerifier: Sendable {
     private struct Header: Decodable {
         var alg: String?
         var kid: String?
+        var typ: String?
     }
 
     /// The claims read; a claim of the wrong JSON type fails the decoding (a malformed token).

@@ -25,6 +25,7 @@ struct SiwaTokenVerifierServerTests {
             #expect(claims.sessionID == (try AdminAPITests.sessionID(access)))
             #expect(claims.issuer == harness.serverURL)
             #expect(claims.clientID == nil)
+            #expect(claims.kind == .session)
 
             // An access token the OpenID provider issued to relying party A.
             let pkce = PKCE()
@@ -37,6 +38,24 @@ struct SiwaTokenVerifierServerTests {
             let rpClaims = try await verifier.verify(rpAccess)
             #expect(rpClaims.clientID == RelyingParty.a.id)
             #expect(rpClaims.scopes.contains("openid"))
+            #expect(rpClaims.kind == .relyingParty)
+
+            // The ID token is no access token, whatever audience a verifier is made for: its own client's included.
+            let idToken = try #require(tokens.json["id_token"] as? String)
+            for audience in ["siwa", RelyingParty.a.id] {
+                let forAudience = SiwaTokenVerifier(
+                    issuer: harness.serverURL,
+                    audience: audience,
+                    transport: AsyncHTTPClientKeyTransport(),
+                    now: { harness.clock.now }
+                )
+                do throws(SiwaTokenError) {
+                    _ = try await forAudience.verify(idToken)
+                    Issue.record("an ID token verified as an access token for audience \(audience)")
+                } catch {
+                    #expect(error.code == .wrongTokenType, "\(error)")
+                }
+            }
 
             // A verifier made for another issuer (here siwa's URL with a trailing slash: the same discovery document)
             // refuses siwa's keys: the document names siwa's issuer, not the one asked for.

@@ -24,17 +24,21 @@ struct AdminAPIController: Sendable {
     static let pageLimit = 50
     static let maximumLimit = 200
 
-    func addRoutes(to router: Router<SiwaRequestContext>) {
-        let api = router.group("/admin/api")
-        api.get("/users", use: users)
-        api.get("/users/:id", use: user)
-        api.get("/users/:id/sessions", use: userSessions)
-        api.post("/users/:id/sessions/end", use: endSessions)
-        api.post("/users/:id/disable", use: disable)
-        api.post("/users/:id/enable", use: enable)
-        api.delete("/users/:id", use: delete)
-        api.get("/audit", use: audit)
-        api.get("/stats", use: stats)
+    /// An admin's session as a bearer token only: a session cookie does not count, so that a page of another site
+    /// (or a sibling subdomain) cannot drive the API with the admin's browser.
+    static let access = RouteAccess(credential: .admin, presentations: [.bearer], required: true)
+
+    func addRoutes(to routes: PolicedRoutes) {
+        let api = routes.group("/admin/api")
+        api.get("/users", access: Self.access, use: users)
+        api.get("/users/:id", access: Self.access, use: user)
+        api.get("/users/:id/sessions", access: Self.access, use: userSessions)
+        api.post("/users/:id/sessions/end", access: Self.access, use: endSessions)
+        api.post("/users/:id/disable", access: Self.access, use: disable)
+        api.post("/users/:id/enable", access: Self.access, use: enable)
+        api.delete("/users/:id", access: Self.access, use: delete)
+        api.get("/audit", access: Self.access, use: audit)
+        api.get("/stats", access: Self.access, use: stats)
     }
 
     // MARK: Reading
@@ -68,7 +72,7 @@ struct AdminAPIController: Sendable {
     }
 
     @Sendable func users(_ request: Request, context: SiwaRequestContext) async throws -> UsersPage {
-        _ = try await access.admin(context, bearerOnly: true)
+        _ = try await access.admin(context)
         let query = request.uri.queryParameters["query"].map(String.init) ?? ""
         let limit = try Self.limit(request)
         let cursor = try Self.cursor(request)
@@ -99,7 +103,7 @@ struct AdminAPIController: Sendable {
     }
 
     @Sendable func user(_ request: Request, context: SiwaRequestContext) async throws -> UserDetail {
-        _ = try await access.admin(context, bearerOnly: true)
+        _ = try await access.admin(context)
         let user = try await existingUser(context)
         let token = try await store.appleToken(userID: user.id)
         return UserDetail(
@@ -139,7 +143,7 @@ struct AdminAPIController: Sendable {
     }
 
     @Sendable func userSessions(_ request: Request, context: SiwaRequestContext) async throws -> SessionsList {
-        _ = try await access.admin(context, bearerOnly: true)
+        _ = try await access.admin(context)
         let user = try await existingUser(context)
         let now = clock.now
         let records = try await store.sessions(userID: user.id, now: now, limit: Self.maximumLimit)
@@ -219,7 +223,7 @@ struct AdminAPIController: Sendable {
     }
 
     @Sendable func audit(_ request: Request, context: SiwaRequestContext) async throws -> AuditPage {
-        _ = try await access.admin(context, bearerOnly: true)
+        _ = try await access.admin(context)
         let filter = try Self.auditFilter(request.uri.queryParameters)
         let limit = try Self.limit(request)
         let cursor = try Self.cursor(request)
@@ -240,7 +244,7 @@ struct AdminAPIController: Sendable {
     }
 
     @Sendable func endSessions(_ request: Request, context: SiwaRequestContext) async throws -> Ended {
-        let admin = try await access.admin(context, bearerOnly: true)
+        let admin = try await access.admin(context)
         let user = try await existingUser(context)
         var request = request
         let body = try await request.collectBody(limit: configuration.maximumBodySize)
@@ -255,12 +259,12 @@ struct AdminAPIController: Sendable {
     }
 
     @Sendable func disable(_ request: Request, context: SiwaRequestContext) async throws -> UserSummary {
-        let admin = try await access.admin(context, bearerOnly: true)
+        let admin = try await access.admin(context)
         return UserSummary(try await actions.disable(try await existingUser(context), by: admin))
     }
 
     @Sendable func enable(_ request: Request, context: SiwaRequestContext) async throws -> UserSummary {
-        let admin = try await access.admin(context, bearerOnly: true)
+        let admin = try await access.admin(context)
         return UserSummary(try await actions.enable(try await existingUser(context), by: admin))
     }
 
@@ -272,7 +276,7 @@ struct AdminAPIController: Sendable {
     }
 
     @Sendable func delete(_ request: Request, context: SiwaRequestContext) async throws -> Deleted {
-        let admin = try await access.admin(context, bearerOnly: true)
+        let admin = try await access.admin(context)
         let user = try await existingUser(context)
         let deletion = try await actions.delete(user, by: admin)
         return Deleted(
@@ -302,7 +306,7 @@ struct AdminAPIController: Sendable {
     }
 
     @Sendable func stats(_ request: Request, context: SiwaRequestContext) async throws -> Stats {
-        _ = try await access.admin(context, bearerOnly: true)
+        _ = try await access.admin(context)
         let count = try Self.integer(request.uri.queryParameters["days"].map(String.init), "days", 1...366) ?? 30
         return try await AdminStatistics(store: store, now: clock.now).stats(days: count)
     }

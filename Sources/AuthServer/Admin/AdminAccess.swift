@@ -16,20 +16,12 @@ struct AdminAccess: Sendable {
         var sessionID: SessionID
     }
 
-    /// The request's admin. `bearerOnly` (the admin API): a session cookie does not count, so that a page of another
-    /// site (or a sibling subdomain) cannot drive the API with the admin's browser; the console's pages take the
-    /// cookie and check their forms themselves.
+    /// The request's admin: the session the route's guard accepted, in the ways the route allows (the admin API
+    /// takes no cookie), and its account's role.
     /// - Throws: 401 without a session (or a session whose account is gone); 403 `admin_required` when the account
     ///   holds no admin role; 403 `account_disabled` for a disabled account.
-    func admin(_ context: SiwaRequestContext, bearerOnly: Bool = false) async throws -> Admin {
-        let session = try context.requireSession()
-        if bearerOnly, session.byCookie {
-            throw AuthServerError.unauthorized(
-                AuthServerError.Code.missingToken,
-                "the admin API takes an access token in the Authorization header, not a session cookie"
-            )
-        }
-        let claims = session.claims
+    func admin(_ context: SiwaRequestContext) async throws -> Admin {
+        let claims = try context.requireSession().claims
         guard let user = try await store.user(id: claims.userID), user.status != .deleted else {
             throw AuthServerError.unauthorized(AuthServerError.Code.unknownUser, "the session's account is gone")
         }

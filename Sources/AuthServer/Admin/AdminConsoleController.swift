@@ -17,12 +17,21 @@ struct AdminConsoleController: Sendable {
     let formTokens: AdminFormToken
     let clock: any WallClock
 
-    func addRoutes(to router: Router<SiwaRequestContext>) {
-        router.get("/admin", use: overview)
-        router.get("/admin/users", use: users)
-        router.get("/admin/users/:id", use: user)
-        router.post("/admin/users/:id/:action", use: act)
-        router.get("/admin/audit", use: audit)
+    /// An admin's session (a cookie, or a bearer token); a browser without one is sent through the sign-in, any other
+    /// refusal is a page that says why.
+    static let access = RouteAccess(
+        credential: .admin,
+        presentations: [.cookie, .bearer],
+        required: true,
+        refusal: .consolePage
+    )
+
+    func addRoutes(to routes: PolicedRoutes) {
+        routes.get("/admin", access: Self.access, use: overview)
+        routes.get("/admin/users", access: Self.access, use: users)
+        routes.get("/admin/users/:id", access: Self.access, use: user)
+        routes.post("/admin/users/:id/:action", access: Self.access, use: act)
+        routes.get("/admin/audit", access: Self.access, use: audit)
     }
 
     // MARK: Who is asking
@@ -38,32 +47,31 @@ struct AdminConsoleController: Sendable {
         }
     }
 
-    /// The signed-in admin, or the page to answer instead: a redirect through the sign-in, or a refusal.
+    /// The signed-in admin (the route's guard has let only an admin's session through), or the refusal page when the
+    /// account lost the role or was disabled since.
     private func gate(_ request: Request, _ context: SiwaRequestContext) async throws -> Gate {
-        if case .refused(let error) = context.authentication, error.code == AuthServerError.Code.csrfCheckFailed {
-            // A session cookie sent by another site's form: say so, rather than send the browser through a sign-in
-            // that would come back to a form's address.
-            return .refused(refusal(error))
-        }
-        guard context.session != nil else {
-            var path = request.uri.path
-            if let query = request.uri.query, !query.isEmpty { path += "?" + query }
-            let returnURL = path.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "%2Fadmin"
-            return .refused(
-                Response(
-                    status: .seeOther,
-                    headers: [.location: "/auth/apple/authorize?returnUrl=\(returnURL)", .cacheControl: "no-store"]
-                )
-            )
-        }
         do {
             return .admin(try await access.admin(context))
         } catch let error as AuthServerError {
-            return .refused(refusal(error))
+            return .refused(Self.refusal(error))
         }
     }
 
-    private func refusal(_ error: AuthServerError, admin: AdminAccess.Admin? = nil) -> Response {
+    /// The answer to a request without an admin's session: a browser that is not signed in (or whose session ended)
+    /// goes through the web sign-in and back here; a cookie sent by another site's form, or an account that is not an
+    /// admin's, gets a page that says so.
+    static func refusal(for request: Request, _ error: AuthServerError) -> Response {
+        guard error.status == .unauthorized else { return refusal(error) }
+        var path = request.uri.path
+        if let query = request.uri.query, !query.isEmpty { path += "?" + query }
+        let returnURL = path.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "%2Fadmin"
+        return Response(
+            status: .seeOther,
+            headers: [.location: "/auth/apple/authorize?returnUrl=\(returnURL)", .cacheControl: "no-store"]
+        )
+    }
+
+    static func refusal(_ error: AuthServerError, admin: AdminAccess.Admin? = nil) -> Response {
         let explanation: String
         switch error.code {
         case AuthServerError.Code.adminRequired:
@@ -144,7 +152,7 @@ struct AdminConsoleController: Sendable {
         do {
             cursor = try AdminAPIController.cursor(request)
         } catch let error as AuthServerError {
-            return refusal(error, admin: admin)
+            return Self.refusal(error, admin: admin)
         }
         let page: Page<UserRecord>
         do {
@@ -152,7 +160,7 @@ struct AdminConsoleController: Sendable {
                 try await store.searchUsers(query, limit: AdminAPIController.pageLimit, after: cursor)
             }
         } catch let error as AuthServerError {
-            return refusal(error, admin: admin)
+            return Self.refusal(error, admin: admin)
         }
         let rows = page.items.map { user in
             let relay = user.isPrivateEmail ? " <span class=\"badge muted\">relay</span>" : ""
@@ -181,7 +189,7 @@ struct AdminConsoleController: Sendable {
         let gate = try await gate(request, context)
         guard case .admin(let admin) = gate else { return gate.answer }
         guard let id = context.parameters.get("id").flatMap(UserID.init), let user = try await store.user(id: id) else {
-            return refusal(AdminAPIController.noSuchUser, admin: admin)
+            return Self.refusal(AdminAPIController.noSuchUser, admin: admin)
         }
         let now = clock.now
         let token = try await store.appleToken(userID: user.id)
@@ -320,7 +328,7 @@ struct AdminConsoleController: Sendable {
                 ]
             )
         } catch let error as AuthServerError {
-            return refusal(error, admin: admin)
+            return Self.refusal(error, admin: admin)
         }
     }
 
@@ -338,7 +346,7 @@ struct AdminConsoleController: Sendable {
                 try await store.auditEvents(filter, limit: AdminAPIController.pageLimit, after: cursor)
             }
         } catch let error as AuthServerError {
-            return refusal(error, admin: admin)
+            return Self.refusal(error, admin: admin)
         }
         let options = (["all types"] + AuditEventType.allCases.map(\.rawValue)).map { name in
             let value = name == "all types" ? "" : name
@@ -396,5 +404,14 @@ struct AdminConsoleController: Sendable {
 
     static func queryValue(_ text: String) -> String {
         text.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? ""
+    }
+}
+
+extension RouteAccess.Refusal {
+    /// The console's: the sign-in for a browser without a session, else an HTML page naming why.
+    static let consolePage = RouteAccess.Refusal(name: "HTML page (sign-in redirect without a session)") {
+        error,
+        request in
+        AdminConsoleController.refusal(for: request, error)
     }
 }

@@ -53,9 +53,9 @@ struct RentManagerController: Sendable {
         var token: String
     }
 
-    func addRoutes(to router: Router<SiwaRequestContext>) {
-        router.post("/api/auth/apple", use: signIn)
-        router.post("/api/auth/refresh", use: refresh)
+    func addRoutes(to routes: PolicedRoutes) {
+        routes.post("/api/auth/apple", access: .open, use: signIn)
+        routes.post("/api/auth/refresh", access: .checkedByHandler(.refreshToken), use: refresh)
     }
 
     @Sendable func signIn(_ request: Request, context: SiwaRequestContext) async throws -> Response {

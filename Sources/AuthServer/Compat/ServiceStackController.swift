@@ -74,23 +74,37 @@ struct ServiceStackController: Sendable {
         var next: String?
     }
 
-    func addRoutes(to router: Router<SiwaRequestContext>, auth: RouterGroup<SiwaRequestContext>) {
-        auth.post("/apple", use: authenticate)
-        auth.get("/apple", use: startWebFlow)
-        auth.post("", use: authenticate)
-        auth.get("", use: authenticate)
-        auth.get("/logout", use: logout)
-        router.post("/api/Authenticate", use: authenticate)
-        router.get("/api/Authenticate", use: authenticate)
-        router.post("/json/reply/Authenticate", use: authenticate)
+    /// `Authenticate`'s: the current session when one comes along (a sign-in ignores it). Asking who is signed in
+    /// changes nothing, so it needs no cross-site check (ServiceStack's clients send no `Origin`); the calls that sign
+    /// in or out check it themselves.
+    static let authenticateAccess = RouteAccess(
+        credential: .session,
+        presentations: [.bearer, .cookie],
+        required: false,
+        checksOrigin: false,
+        refusal: .serviceStack
+    )
+
+    func addRoutes(to routes: PolicedRoutes, auth: PolicedRoutes) {
+        let authenticate = Self.authenticateAccess
+        let session = RouteAccess.session(refusal: .serviceStack)
+        auth.post("/apple", access: authenticate, use: self.authenticate)
+        auth.get("/apple", access: .open, use: startWebFlow)
+        auth.post("", access: authenticate, use: self.authenticate)
+        auth.get("", access: authenticate, use: self.authenticate)
+        auth.get("/logout", access: authenticate, use: logout)
+        routes.post("/api/Authenticate", access: authenticate, use: self.authenticate)
+        routes.get("/api/Authenticate", access: authenticate, use: self.authenticate)
+        routes.post("/json/reply/Authenticate", access: authenticate, use: self.authenticate)
         for path in ["/api/GetAccessToken", "/access-token", "/json/reply/GetAccessToken"] {
-            router.post(RouterPath(path), use: getAccessToken)
+            routes.post(path, access: .checkedByHandler(.refreshToken, refusal: .serviceStack), use: getAccessToken)
         }
-        router.get("/hello/secure/{name}", use: helloSecure)
-        router.get("/hello/secure", use: helloSecure)
-        router.get("/api/HelloSecure", use: helloSecure)
-        router.post("/api/HelloSecure", use: helloSecure)
-        router.get("/users", use: usersDump)
+        routes.get("/hello/secure/{name}", access: session, use: helloSecure)
+        routes.get("/hello/secure", access: session, use: helloSecure)
+        routes.get("/api/HelloSecure", access: session, use: helloSecure)
+        routes.post("/api/HelloSecure", access: session, use: helloSecure)
+        // A session; the samples' `Admin` role is the handler's check.
+        routes.get("/users", access: session, use: usersDump)
     }
 
     // MARK: Routes
@@ -210,7 +224,14 @@ struct ServiceStackController: Sendable {
     /// Ends the session of the bearer token or the `ss-tok` / `ss-reftok` cookies, and clears the cookies, as
     /// ServiceStack's `Authenticate {provider: "logout"}` and `/auth/logout` do. Nothing to end is not an error.
     private func endSession(_ request: Request, context: SiwaRequestContext) async throws -> Response {
-        if case .refused(let error) = context.authentication, error.status == .forbidden { throw error }
+        // Signing out changes state: a session cookie on a request that is not a GET must come from this site.
+        let cookieNames = [
+            Self.tokenCookie, Self.refreshCookie, SessionCookies(configuration: configuration).sessionName,
+        ]
+        if request.method != .get, request.method != .head, cookieNames.contains(where: { request.cookies[$0] != nil })
+        {
+            try CSRFCheck.verify(request, configuration: configuration)
+        }
         if let claims = context.session { try await sessions.endSession(claims.sessionID, userID: claims.userID) }
         if let refreshToken = request.cookies[Self.refreshCookie]?.value, !refreshToken.isEmpty {
             try await sessions.endSession(refreshToken: refreshToken)
@@ -312,7 +333,8 @@ struct ServiceStackController: Sendable {
 
     private func authenticated(_ context: SiwaRequestContext) throws -> AccessTokenClaims {
         switch context.authentication {
-        case .bearer(let claims), .cookie(let claims): return claims
+        case .session(let claims, _): return claims
+        case .relyingParty: throw ServiceStackError(AuthServerError.relyingPartyToken)
         case .refused(let error):
             throw ServiceStackError(
                 error.status,
@@ -400,6 +422,14 @@ struct ServiceStackController: Sendable {
     static let profileImage =
         "data:image/svg+xml,%3Csvg xmlns='http://www.w3.org/2000/svg' viewBox='0 0 32 32'%3E%3Ccircle cx='16' "
         + "cy='12' r='6' fill='%23888'/%3E%3Cpath d='M4 30c0-7 5-11 12-11s12 4 12 11z' fill='%23888'/%3E%3C/svg%3E"
+}
+
+extension RouteAccess.Refusal {
+    /// ServiceStack's `ResponseStatus` envelope (``ServiceStackError``); no credential at all is its "Not Authenticated".
+    static let serviceStack = RouteAccess.Refusal(name: "ServiceStack's ResponseStatus") { error, _ in
+        error.code == AuthServerError.Code.missingToken
+            ? ServiceStackError.notAuthenticated.response : ServiceStackError(error).response
+    }
 }
 
 /// An error in ServiceStack's camelCase shape:

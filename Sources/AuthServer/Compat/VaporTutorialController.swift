@@ -74,12 +74,18 @@ struct VaporTutorialController: Sendable {
         }
     }
 
-    func addRoutes(to router: Router<SiwaRequestContext>) {
-        router.post("/api/auth/siwa", use: signIn)
-        router.get("/api/users/me", use: me)
-        router.get(RouterPath(Self.signInPath), use: signInPage)
-        router.get("/web/auth/siwa/authorize", use: authorize)
-        router.post("/web/auth/siwa/callback", use: callback)
+    func addRoutes(to routes: PolicedRoutes) {
+        routes.post("/api/auth/siwa", access: .open, use: signIn)
+        // A siwa access token (a JWT), or the tutorial's opaque token, which the handler checks; a JWT that is not a
+        // session is refused there in the tutorial's envelope.
+        routes.get(
+            "/api/users/me",
+            access: RouteAccess(credential: .sessionOrContractToken, presentations: [.bearer], required: false),
+            use: me
+        )
+        routes.get(Self.signInPath, access: WebController.loginPageAccess, use: signInPage)
+        routes.get("/web/auth/siwa/authorize", access: .open, use: authorize)
+        routes.post("/web/auth/siwa/callback", access: .checkedByHandler(.appleCallback), use: callback)
     }
 
     /// `SIWAViewController`'s sign-in page: siwa's login page, its button starting this contract's web flow.

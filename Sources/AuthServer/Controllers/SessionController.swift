@@ -38,12 +38,13 @@ struct SessionController: Sendable {
 
     var cookies: SessionCookies { SessionCookies(configuration: configuration) }
 
-    func addRoutes(to auth: RouterGroup<SiwaRequestContext>, api: RouterGroup<SiwaRequestContext>) {
-        auth.post("/apple/native", use: native)
-        auth.post("/apple/nonce", use: nonce)
-        auth.post("/refresh", use: refresh)
-        auth.post("/logout", use: logout)
-        api.get("/me", use: me)
+    func addRoutes(to auth: PolicedRoutes, api: PolicedRoutes) {
+        auth.post("/apple/native", access: .open, use: native)
+        auth.post("/apple/nonce", access: .open, use: nonce)
+        auth.post("/refresh", access: .checkedByHandler(.refreshToken), use: refresh)
+        // A bearer token, the session cookies (cross-site checked) or a refresh token in the body.
+        auth.post("/logout", access: .session(required: false), use: logout)
+        api.get("/me", access: .session(), use: me)
     }
 
     @Sendable func native(_ request: Request, context: SiwaRequestContext) async throws -> SessionResponse {
@@ -99,6 +100,7 @@ struct SessionController: Sendable {
     /// (CSRF-checked). The cookies are cleared; a browser's form post is sent back to `/login`.
     @Sendable func logout(_ request: Request, context: SiwaRequestContext) async throws -> Response {
         if request.bearerToken != nil {
+            // The guard read the bearer token first: a session ends; anything else is refused.
             let claims = try context.requireSession().claims
             try await sessions.endSession(claims.sessionID, userID: claims.userID)
             return Response(status: .noContent)

@@ -42,7 +42,7 @@ struct AccountLifecycle: Sendable {
     }
 
     /// `POST /auth/apple/notifications` and `DELETE /api/me`.
-    func addRoutes(to auth: RouterGroup<SiwaRequestContext>, api: RouterGroup<SiwaRequestContext>) {
+    func addRoutes(to auth: PolicedRoutes, api: PolicedRoutes) {
         AccountLifecycleController(
             configuration: configuration,
             store: store,

@@ -28,9 +28,9 @@ struct AccountLifecycleController: Sendable {
         var outcome: String
     }
 
-    func addRoutes(to auth: RouterGroup<SiwaRequestContext>, api: RouterGroup<SiwaRequestContext>) {
-        auth.post("/apple/notifications", use: notification)
-        api.delete("/me", use: deleteMe)
+    func addRoutes(to auth: PolicedRoutes, api: PolicedRoutes) {
+        auth.post("/apple/notifications", access: .checkedByHandler(.appleNotification), use: notification)
+        api.delete("/me", access: .session(), use: deleteMe)
     }
 
     /// Verifies and applies one notification; each event applies once. Never logs the payload.

@@ -60,3 +60,18 @@ struct OAuthError: Error, HTTPResponseError, CustomStringConvertible {
         return Response(status: status, headers: fields, body: .init(byteBuffer: ByteBuffer(bytes: body)))
     }
 }
+
+extension RouteAccess.Refusal {
+    /// RFC 6750 §3.1: 401 with `WWW-Authenticate: Bearer`, `invalid_request` without a token, else `invalid_token`.
+    static let bearerToken = RouteAccess.Refusal(name: "OAuth (RFC 6750)") { error, _ in
+        guard error.code != AuthServerError.Code.missingToken else {
+            throw OAuthError(
+                status: .unauthorized,
+                error: "invalid_request",
+                errorDescription: "send the access token as 'Authorization: Bearer <token>' or the form's access_token",
+                headers: [.wwwAuthenticate: "Bearer"]
+            )
+        }
+        throw OAuthError.invalidToken(error.message)
+    }
+}

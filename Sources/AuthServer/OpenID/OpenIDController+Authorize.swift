@@ -61,7 +61,7 @@ extension OpenIDController {
         var renewed: SessionService.Tokens?
         var claims: AccessTokenClaims?
         if !checked.forcesLogin {
-            if case .cookie(let found) = context.authentication { claims = found }
+            claims = context.session
             if claims == nil, let refreshToken = cookies.refreshToken(in: request) {
                 do {
                     let rotated = try await sessions.rotate(refreshToken: refreshToken, logger: context.logger)

@@ -9,29 +9,31 @@ import NIOCore
 extension OpenIDController {
     // MARK: UserInfo
 
-    /// `GET`/`POST /oauth/userinfo` (OpenID Connect Core §5.3): the bearer access token's user, with the claims its
-    /// scope grants (all of them for one of siwa's own access tokens, which has no scope). The token must come in the
-    /// `Authorization` header; a refused one is 401 with `WWW-Authenticate: Bearer error="invalid_token"`.
+    /// `GET`/`POST /oauth/userinfo` (OpenID Connect Core §5.3): the access token's user, with the claims its scope
+    /// grants, within what its client may still be granted (all of them for one of siwa's own access tokens, which
+    /// has no scope). The guard took the token (bearer, or a POST form's `access_token`) and refused any other.
     @Sendable func userInfo(_ request: Request, context: SiwaRequestContext) async throws -> Response {
-        guard let token = request.bearerToken else {
-            throw OAuthError(
-                status: .unauthorized,
-                error: "invalid_request",
-                errorDescription: "send the access token as 'Authorization: Bearer <token>'",
-                headers: [.wwwAuthenticate: "Bearer"]
-            )
-        }
-        let claims: AccessTokenClaims
-        do {
-            claims = try sessions.authenticate(token)
-        } catch {
+        let userID: UserID
+        let scope: Set<String>
+        switch context.authentication {
+        case .session(let claims, _):
+            userID = claims.userID
+            scope = Set(OpenIDConfiguration.supportedScopes)
+        case .relyingParty(let claims, _):
+            // A client removed from the configuration, or narrowed, grants no more than it now may.
+            guard let client = openID.client(claims.clientID) else {
+                throw OAuthError.invalidToken("the access token's client is no longer registered")
+            }
+            userID = claims.userID
+            scope = Self.scopeSet(claims.scope).intersection(client.scopes)
+        case .refused(let error):
             throw OAuthError.invalidToken(error.message)
+        case nil:
+            throw OAuthError.invalidToken("no access token")
         }
-        guard let user = try await store.user(id: claims.userID), user.status == .active else {
+        guard let user = try await store.user(id: userID), user.status == .active else {
             throw OAuthError.invalidToken("the account is disabled or no longer exists")
         }
-        // The scope came with the verified (and cached) claims: no second signature check.
-        let scope = claims.scope.map(Self.scopeSet) ?? Set(OpenIDConfiguration.supportedScopes)
         return try Self.noStore(Self.userClaims(user, scope: scope))
     }
 
@@ -102,12 +104,13 @@ extension OpenIDController {
             confirmed = false
         }
         let browserClaims: AccessTokenClaims? =
-            if case .cookie(let claims) = context.authentication { claims } else { nil }
+            if case .session(let claims, .cookie) = context.authentication { claims } else { nil }
         // A browser with a session is asked first unless the hint is that browser's own user's: any ID token verifies
         // (an attacker's own, too), so a link with one must not sign someone else out unasked.
         let hintIsThisBrowsers =
             browserClaims.map { hint?["sub"]?.stringValue == $0.userID.description } ?? false
-        if !hintIsThisBrowsers, !confirmed, cookies.present(in: request) {
+        // Any session cookie counts, a contract's (`ss-tok`) too: a link must not end a session unasked.
+        if !hintIsThisBrowsers, !confirmed, browserClaims != nil || cookies.present(in: request) {
             return Self.confirmationPage(parameters)
         }
         if let hint, let sessionID = hint["sid"]?.stringValue.flatMap(SessionID.init),

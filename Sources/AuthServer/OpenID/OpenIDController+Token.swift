@@ -169,8 +169,13 @@ extension OpenIDController {
         }
         guard SessionContract.of(refreshToken) == .openID, let binding = SessionContract.binding(of: refreshToken),
             let bound = Self.unbind(binding)
-        else { throw OAuthError.invalidGrant("the refresh token was not issued by this token endpoint") }
+        else {
+            // Another contract's token, or a forged one: refused here, but a rotated token is reuse on every route.
+            try await refuseIfReused(refreshToken)
+            throw OAuthError.invalidGrant("the refresh token was not issued by this token endpoint")
+        }
         guard bound.clientID == client.id else {
+            try await refuseIfReused(refreshToken)
             throw OAuthError.invalidGrant("the refresh token was issued to another client")
         }
         if let asked = form["scope"], !Self.scopeSet(asked).isSubset(of: Self.scopeSet(bound.scope)) {
@@ -180,12 +185,16 @@ extension OpenIDController {
                 errorDescription: "a refresh cannot widen the granted scope"
             )
         }
+        // What the user granted, within what the client may still be granted: narrowing a client's scopes in the
+        // configuration applies to the tokens it holds, and the narrower grant is kept in the next refresh token.
+        let granted = Self.scopeSet(bound.scope).intersection(client.scopes)
+        let scope = Self.scopeString(form["scope"].map { Self.scopeSet($0).intersection(granted) } ?? granted)
         let tokens: SessionService.Tokens
         do {
             tokens = try await sessions.rotate(
                 refreshToken: refreshToken,
                 contract: .openID,
-                binding: binding,
+                binding: Self.binding(client: client.id, scope: Self.scopeString(granted)),
                 logger: context.logger
             )
         } catch let error as AuthServerError {
@@ -195,16 +204,27 @@ extension OpenIDController {
         let access = try issuer.issue(
             userID: tokens.userID,
             sessionID: tokens.sessionID,
-            openID: (client.id, bound.scope)
+            openID: (client.id, scope)
         )
         return try Self.noStore(
             TokenAnswer(
                 access_token: access.token,
                 expires_in: access.expiresIn,
                 refresh_token: tokens.refreshToken,
-                scope: bound.scope
+                scope: scope
             )
         )
+    }
+
+    /// A rotated refresh token presented at the token endpoint, whichever contract or client it belongs to, is reuse:
+    /// its session ends and the reuse is audited, as on every other route; the answer is `invalid_grant`.
+    private func refuseIfReused(_ refreshToken: String) async throws {
+        do {
+            try await sessions.refuseIfReused(refreshToken)
+        } catch let error as AuthServerError {
+            if error.status == .serviceUnavailable { throw OAuthError.temporarilyUnavailable(error.message) }
+            throw OAuthError.invalidGrant(error.message)
+        }
     }
 
     // MARK: Revocation

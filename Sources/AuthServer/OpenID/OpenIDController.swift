@@ -29,15 +29,33 @@ struct OpenIDController: Sendable {
     /// The `iss` of every token and of the discovery document: the configured public URL.
     var issuerURL: String { configuration.publicURL }
 
-    func addRoutes(to router: Router<SiwaRequestContext>) {
-        router.get("/.well-known/openid-configuration", use: discovery)
-        router.get("/oauth/authorize", use: authorize)
-        router.post("/oauth/token", use: token)
-        router.get("/oauth/userinfo", use: userInfo)
-        router.post("/oauth/userinfo", use: userInfo)
-        router.get("/oauth/logout", use: logout)
-        router.post("/oauth/logout", use: logout)
-        router.post("/oauth/revoke", use: revoke)
+    /// The browser's siwa session, from its session cookie (a GET; the logout form is cross-site checked by the
+    /// handler, which answers a page).
+    static let browserSession = RouteAccess(
+        credential: .session,
+        presentations: [.cookie],
+        required: false,
+        checksOrigin: false
+    )
+
+    /// `/oauth/userinfo`'s: a relying party's access token (or a siwa session) as a bearer token or, on a POST, the
+    /// form's `access_token` (RFC 6750 §2.2); refused in RFC 6750's shape.
+    static let userInfoAccess = RouteAccess(
+        credential: .sessionOrRelyingParty,
+        presentations: [.bearer, .formField],
+        required: true,
+        refusal: .bearerToken
+    )
+
+    func addRoutes(to routes: PolicedRoutes) {
+        routes.get("/.well-known/openid-configuration", access: .open, use: discovery)
+        routes.get("/oauth/authorize", access: Self.browserSession, use: authorize)
+        routes.post("/oauth/token", access: .checkedByHandler(.clientCredentials), use: token)
+        routes.get("/oauth/userinfo", access: Self.userInfoAccess, use: userInfo)
+        routes.post("/oauth/userinfo", access: Self.userInfoAccess, use: userInfo)
+        routes.get("/oauth/logout", access: Self.browserSession, use: logout)
+        routes.post("/oauth/logout", access: Self.browserSession, use: logout)
+        routes.post("/oauth/revoke", access: .checkedByHandler(.clientCredentials), use: revoke)
     }
 
     // MARK: Discovery

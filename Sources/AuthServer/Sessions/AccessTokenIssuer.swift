@@ -31,7 +31,7 @@ public final class AccessTokenIssuer: Sendable {
     private let sealer: DataSealer
     private let clock: any WallClock
     private let keys: Mutex<Keys>
-    private let cache = Mutex<[String: AccessTokenClaims]>([:])
+    private let cache = Mutex<[String: VerifiedAccessToken]>([:])
     private static let cacheLimit = 10_000
 
     /// Loads the signing keys from the store, creating the first one if there is none.
@@ -118,8 +118,8 @@ public final class AccessTokenIssuer: Sendable {
         try issue(userID: userID, sessionID: sessionID, openID: nil)
     }
 
-    /// Signs an access token; one issued by the OpenID provider also names its relying party (`client_id`, as RFC
-    /// 9068 does) and the granted `scope`.
+    /// Signs an access token; one issued by the OpenID provider is typed `at+jwt` and names its relying party
+    /// (`client_id`) and the granted `scope`, as RFC 9068 has it, so that it can never pass for a session.
     func issue(
         userID: UserID,
         sessionID: SessionID,
@@ -136,22 +136,24 @@ public final class AccessTokenIssuer: Sendable {
             "exp": .integer(now + lifetime),
             "jti": .string(WebAuthorization.randomToken(byteCount: 16)),
         ])
-        if let openID {
-            claims.removeLast()  // the closing brace: the object goes on
-            claims.append(contentsOf: ",\"client_id\":".utf8)
-            JSONWriter.appendString(openID.clientID, to: &claims)
-            claims.append(contentsOf: ",\"scope\":".utf8)
-            JSONWriter.appendString(openID.scope, to: &claims)
-            claims.append(UInt8(ascii: "}"))
-        }
-        return (try sign(claims), Int(lifetime))
+        guard let openID else { return (try sign(claims), Int(lifetime)) }
+        claims.removeLast()  // the closing brace: the object goes on
+        claims.append(contentsOf: ",\"client_id\":".utf8)
+        JSONWriter.appendString(openID.clientID, to: &claims)
+        claims.append(contentsOf: ",\"scope\":".utf8)
+        JSONWriter.appendString(openID.scope, to: &claims)
+        claims.append(UInt8(ascii: "}"))
+        return (try sign(claims, type: Self.relyingPartyTokenType), Int(lifetime))
     }
+
+    /// RFC 9068's media type of an OAuth access token, in the header of a relying party's tokens.
+    static let relyingPartyTokenType = "at+jwt"
 
     /// Signs a JWT (ES256, with the current key's `kid`) over a JSON object: access tokens and the OpenID provider's
     /// ID tokens, so that one JWKS verifies both.
-    func sign(_ claims: [UInt8]) throws -> String {
+    func sign(_ claims: [UInt8], type: String = "JWT") throws -> String {
         let (kid, key) = keys.withLock { ($0.currentKid, $0.signing) }
-        let header = JSONWriter.object(["alg": .string("ES256"), "kid": .string(kid), "typ": .string("JWT")])
+        let header = JSONWriter.object(["alg": .string("ES256"), "kid": .string(kid), "typ": .string(type)])
         let signingInput = Base64URL.encode(header) + "." + Base64URL.encode(claims)
         let signature = try key.signature(for: Array(signingInput.utf8))
         return signingInput + "." + Base64URL.encode(signature.rawRepresentation)
@@ -161,6 +163,11 @@ public final class AccessTokenIssuer: Sendable {
     /// expiry (an ID token given back as `id_token_hint`, which may have expired); `nil` when the signature or `iss`
     /// does not check.
     func signedClaims(_ token: String) -> JSONValue? {
+        signedToken(token)?.claims
+    }
+
+    /// The header and claims of a JWT signed by one of this server's keys with this server's `iss`.
+    private func signedToken(_ token: String) -> (header: JSONValue, claims: JSONValue)? {
         guard token.utf8.count <= 8192 else { return nil }
         let parts = token.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 3,
@@ -176,28 +183,29 @@ public final class AccessTokenIssuer: Sendable {
             let claims = try? JSONReader.parseObject(payload),
             claims["iss"]?.stringValue == configuration.publicURL
         else { return nil }
-        return claims
+        return (header, claims)
     }
 
-    /// Verifies an access token: ES256 by a known key, `iss`, `aud`, `exp`; nil when any check fails.
-    public func verify(_ token: String) -> AccessTokenClaims? {
+    /// Verifies an access token: ES256 by a known key, `iss`, `aud`, `exp`, and its kind: a session (`typ: JWT`, no
+    /// `client_id` or `scope`) or a relying party's (`typ: at+jwt` with both); nil when any check fails.
+    public func verify(_ token: String) -> VerifiedAccessToken? {
         let now = clock.now
         if let cached = cache.withLock({ $0[token] }) {
             return cached.expiresAt > now ? cached : nil
         }
-        guard let claims = verifyUncached(token, now: now) else { return nil }
+        guard let verified = verifyUncached(token, now: now) else { return nil }
         cache.withLock { cache in
             if cache.count >= Self.cacheLimit {
                 cache = cache.filter { $0.value.expiresAt > now }
                 if cache.count >= Self.cacheLimit { cache.removeAll(keepingCapacity: true) }
             }
-            cache[token] = claims
+            cache[token] = verified
         }
-        return claims
+        return verified
     }
 
-    private func verifyUncached(_ token: String, now: Date) -> AccessTokenClaims? {
-        guard token.utf8.count <= 4096, let claims = signedClaims(token),
+    private func verifyUncached(_ token: String, now: Date) -> VerifiedAccessToken? {
+        guard token.utf8.count <= 4096, let (header, claims) = signedToken(token),
             claims["aud"]?.stringValue == configuration.accessTokenAudience,
             let exp = claims["exp"]?.doubleValue, exp > now.timeIntervalSince1970,
             let iat = claims["iat"]?.doubleValue,
@@ -205,14 +213,36 @@ public final class AccessTokenIssuer: Sendable {
             let sessionID = claims["sid"]?.stringValue.flatMap(SessionID.init),
             let jti = claims["jti"]?.stringValue
         else { return nil }
-        return AccessTokenClaims(
-            userID: userID,
-            sessionID: sessionID,
-            tokenID: jti,
-            issuedAt: Date(timeIntervalSince1970: iat),
-            expiresAt: Date(timeIntervalSince1970: exp),
-            scope: claims["scope"]?.stringValue
-        )
+        let clientID = claims["client_id"]?.stringValue
+        let scope = claims["scope"]?.stringValue
+        switch header["typ"]?.stringValue {
+        case "JWT" where clientID == nil && scope == nil:
+            return .session(
+                AccessTokenClaims(
+                    userID: userID,
+                    sessionID: sessionID,
+                    tokenID: jti,
+                    issuedAt: Date(timeIntervalSince1970: iat),
+                    expiresAt: Date(timeIntervalSince1970: exp)
+                )
+            )
+        case Self.relyingPartyTokenType:
+            guard let clientID, let scope else { return nil }
+            return .relyingParty(
+                RelyingPartyAccessClaims(
+                    userID: userID,
+                    sessionID: sessionID,
+                    tokenID: jti,
+                    issuedAt: Date(timeIntervalSince1970: iat),
+                    expiresAt: Date(timeIntervalSince1970: exp),
+                    clientID: clientID,
+                    scope: scope
+                )
+            )
+        default:
+            // A token of one kind with the other's claims was not signed by this version of siwa.
+            return nil
+        }
     }
 
     /// The public keys at `/.well-known/jwks.json`: every key whose tokens may still be valid.

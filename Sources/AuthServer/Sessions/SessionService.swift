@@ -229,18 +229,27 @@ public final class SessionService: Sendable {
         }
         let issuedBy = SessionContract.of(refreshToken)
         guard issuedBy == contract else {
-            let hash = RefreshTokens.hash(refreshToken)
-            if case .used(let sessionID, let userID) = try await store.checkRefreshToken(
-                presentedHash: hash,
-                now: clock.now
-            ) {
-                throw try await reuseDetected(sessionID: sessionID, userID: userID, logger: logger)
-            }
+            try await refuseIfReused(refreshToken)
             metrics?.refresh(.invalid)
             throw AuthServerError.unauthorized(
                 AuthServerError.Code.invalidRefreshToken,
                 "this refresh token was issued on \(issuedBy.displayName) and works only there"
             )
+        }
+    }
+
+    /// Refuses a refresh token presented where it does not belong (another contract's route, another client) when it
+    /// is a rotated one: reuse is reuse wherever the token turns up, so its session ends and the reuse is audited.
+    /// Any other token passes, for the caller to refuse in its own words.
+    /// - Throws: ``AuthServerError`` 401 `refresh_token_reused`.
+    func refuseIfReused(_ refreshToken: String) async throws {
+        guard !refreshToken.isEmpty, refreshToken.utf8.count <= 512 else { return }
+        let hash = RefreshTokens.hash(refreshToken)
+        if case .used(let sessionID, let userID) = try await store.checkRefreshToken(
+            presentedHash: hash,
+            now: clock.now
+        ) {
+            throw try await reuseDetected(sessionID: sessionID, userID: userID, logger: logger)
         }
     }
 
@@ -272,16 +281,29 @@ public final class SessionService: Sendable {
 
     // MARK: Authenticating
 
-    /// Checks an access token with no database read: signature and claims (cached), then the revocation list.
-    /// - Throws: ``AuthServerError`` 401 `invalid_token`, `session_revoked` or `account_deleted`.
+    /// Checks one of siwa's own access tokens with no database read (``verify(_:)``); a relying party's token is
+    /// refused, so that a caller that asks for a session never gets one from a token granted to another app.
+    /// - Throws: ``AuthServerError`` 401 `invalid_token`, `relying_party_token`, `session_revoked` or
+    ///   `account_deleted`.
     func authenticate(_ token: String) throws(AuthServerError) -> AccessTokenClaims {
-        guard let claims = issuer.verify(token) else {
+        switch try verify(token) {
+        case .session(let claims): return claims
+        case .relyingParty: throw AuthServerError.relyingPartyToken
+        }
+    }
+
+    /// Checks an access token of either kind with no database read: signature, claims and kind (cached), then the
+    /// revocation list.
+    /// - Throws: ``AuthServerError`` 401 `invalid_token`, `session_revoked` or `account_deleted`.
+    func verify(_ token: String) throws(AuthServerError) -> VerifiedAccessToken {
+        guard let verified = issuer.verify(token) else {
             throw AuthServerError.unauthorized(
                 AuthServerError.Code.invalidToken,
                 "the access token is malformed, expired or not signed by this server"
             )
         }
-        switch ending.revocations.status(of: claims.sessionID, userID: claims.userID) {
+        let (userID, sessionID) = verified.subject
+        switch ending.revocations.status(of: sessionID, userID: userID) {
         case .active: break
         case .sessionRevoked:
             throw AuthServerError.unauthorized(
@@ -294,7 +316,7 @@ public final class SessionService: Sendable {
                 "the account of this access token was deleted"
             )
         }
-        return claims
+        return verified
     }
 
     /// The account of an authenticated session, or 401 when it is gone.

@@ -46,12 +46,15 @@ struct WebController: Sendable {
         )
     }
 
-    func addRoutes(to router: Router<SiwaRequestContext>, auth: RouterGroup<SiwaRequestContext>) {
-        auth.get("/apple/authorize", use: authorize)
-        auth.post("/apple/callback", use: callback)
-        router.get("/login", use: login)
-        router.get("/.well-known/apple-developer-domain-association.txt", use: domainAssociation)
+    func addRoutes(to routes: PolicedRoutes, auth: PolicedRoutes) {
+        auth.get("/apple/authorize", access: .open, use: authorize)
+        auth.post("/apple/callback", access: .checkedByHandler(.appleCallback), use: callback)
+        routes.get("/login", access: Self.loginPageAccess, use: login)
+        routes.get("/.well-known/apple-developer-domain-association.txt", access: .open, use: domainAssociation)
     }
+
+    /// The login page's: the browser's session cookie, when it has one, shows who is signed in.
+    static let loginPageAccess = RouteAccess(credential: .session, presentations: [.cookie], required: false)
 
     private var cookies: SessionCookies { SessionCookies(configuration: configuration) }
 
@@ -326,7 +329,7 @@ struct WebController: Sendable {
         }
         var newTokens: (accessToken: String, refreshToken: String)?
         var clearCookies = false
-        var claims = cookies.accessToken(in: request).flatMap { try? sessions.authenticate($0) }
+        var claims = context.session
         if claims == nil, cookies.refreshToken(in: request) != nil {
             // The access cookie is missing or expired: rotate the refresh cookie server-side.
             do {

@@ -1,0 +1,93 @@
+import HTTPTypes
+import Hummingbird
+
+/// Who may call a route, declared where the route is registered (``PolicedRoutes``) and enforced by ``RouteGuard``
+/// before the handler runs: which credential the route accepts, how its access token may be presented, whether one is
+/// required, and how a refusal is answered.
+///
+/// Credentials that travel in the body (a refresh token, Apple's signed notification, a relying party's client
+/// credentials, the web flow's `form_post`) are declared too: for those routes the guard reads no access token at
+/// all, so a handler cannot mistake one for the credential it checks.
+struct RouteAccess: Sendable, CustomStringConvertible {
+    /// The kind of credential a route accepts.
+    enum Credential: String, Sendable, CaseIterable {
+        /// Nothing: a public route. No access token is read.
+        case none = "none"
+        /// One of siwa's own access tokens (a session). A relying party's token is refused.
+        case session = "siwa session"
+        /// A siwa session whose account holds the admin role.
+        case admin = "admin session"
+        /// A relying party's access token or a siwa session (`/oauth/userinfo`).
+        case sessionOrRelyingParty = "siwa session or relying party's token"
+        /// A siwa session, or the contract's own opaque token, which the handler checks.
+        case sessionOrContractToken = "siwa session or the contract's token"
+        /// A refresh token of the route's contract, in the body or the refresh cookie; the handler checks it.
+        case refreshToken = "refresh token"
+        /// Apple's `form_post`, bound to the browser by the flow cookie; the handler checks both.
+        case appleCallback = "Apple's form_post and the flow cookie"
+        /// Apple's signed server-to-server notification; the handler verifies it.
+        case appleNotification = "Apple's signed notification"
+        /// A relying party's client credentials at the token endpoint; the handler authenticates the client.
+        case clientCredentials = "client credentials"
+    }
+
+    /// The ways an access token may be presented.
+    struct Presentations: OptionSet, Sendable, Hashable {
+        let rawValue: UInt8
+        /// `Authorization: Bearer`.
+        static let bearer = Presentations(rawValue: 1)
+        /// A session cookie: siwa's `siwa_session`, or a contract's (ServiceStack's `ss-tok`) when that contract is on.
+        static let cookie = Presentations(rawValue: 2)
+        /// The `access_token` field of a form body (RFC 6750 §2.2), where the route's spec allows it.
+        static let formField = Presentations(rawValue: 4)
+    }
+
+    /// How a refusal is answered: siwa's `{"error", "message"}`, or the route's own contract's shape.
+    struct Refusal: Sendable {
+        /// The shape's name, for the table of who may call what.
+        var name: String
+        /// Answers `error` (or throws it, for siwa's JSON shape).
+        var answer: @Sendable (_ error: AuthServerError, _ request: Request) throws -> Response
+
+        /// `{"error", "message"}` with the error's status.
+        static let json = Refusal(name: "JSON") { error, _ in throw error }
+    }
+
+    var credential: Credential
+    var presentations: Presentations
+    /// Whether the route answers a refusal without a credential it accepts (`false`: the handler sees what was found,
+    /// or a refusal, and decides; a credential of a kind the route does not accept is always a refusal there).
+    var required: Bool
+    /// Whether a cookie on a request that changes state (not GET or HEAD) must come from this site (``CSRFCheck``).
+    /// Off only where the handler checks the calls that sign in or out itself.
+    var checksOrigin = true
+    var refusal = Refusal.json
+
+    /// A public route: no access token is read.
+    static let open = RouteAccess(credential: .none, presentations: [], required: false)
+
+    /// A route whose credential travels in the body, checked by its handler; no access token is read.
+    static func checkedByHandler(_ credential: Credential, refusal: Refusal = .json) -> RouteAccess {
+        RouteAccess(credential: credential, presentations: [], required: false, refusal: refusal)
+    }
+
+    /// A siwa session, as a bearer token or a session cookie.
+    static func session(required: Bool = true, refusal: Refusal = .json) -> RouteAccess {
+        RouteAccess(credential: .session, presentations: [.bearer, .cookie], required: required, refusal: refusal)
+    }
+
+    /// Whether the guard reads an access token for this route at all.
+    var readsAccessToken: Bool { !presentations.isEmpty }
+
+    /// Whether a relying party's access token is accepted.
+    var acceptsRelyingParty: Bool { credential == .sessionOrRelyingParty }
+
+    var description: String {
+        var ways: [String] = []
+        if presentations.contains(.bearer) { ways.append("bearer") }
+        if presentations.contains(.cookie) { ways.append("cookie") }
+        if presentations.contains(.formField) { ways.append("form field") }
+        guard readsAccessToken else { return credential.rawValue }
+        return "\(credential.rawValue) (\(ways.joined(separator: ", "))\(required ? "" : ", optional"))"
+    }
+}

@@ -1,0 +1,111 @@
+import AppleSignIn
+import HTTPTypes
+import Hummingbird
+
+/// The one authenticator and policy check of every route: it reads the access token a request presents in the ways
+/// its route's ``RouteAccess`` allows (bearer, each session cookie, a form field), turns it into one typed identity
+/// (``SiwaRequestContext/Authentication``: a siwa session, a relying party's token, or a refusal naming why), and
+/// accepts or refuses it as the route declares before the handler runs. Handlers read the identity from the context;
+/// none of them parses a token to find out who is calling.
+struct RouteGuard: Sendable {
+    let sessions: SessionService
+    let configuration: AuthServerConfiguration
+    /// Cookies that hold one of siwa's access tokens, in the order they are tried.
+    let cookieNames: [String]
+    /// Refuses a session whose account does not hold the admin role (the admin routes' check).
+    let requireAdmin: @Sendable (SiwaRequestContext) async throws -> Void
+
+    /// Runs `handler` if the request may call a route of `access`, else answers the route's refusal.
+    func respond(
+        to request: Request,
+        context: SiwaRequestContext,
+        access: RouteAccess,
+        handler: @Sendable (Request, SiwaRequestContext) async throws -> Response
+    ) async throws -> Response {
+        guard access.readsAccessToken else { return try await handler(request, context) }
+        var request = request
+        var context = context
+        context.authentication = try await authenticate(&request, access: access)
+        switch context.authentication {
+        case .session:
+            break
+        case .relyingParty where access.acceptsRelyingParty:
+            break
+        case .relyingParty:
+            guard !access.required else { return try access.refusal.answer(.relyingPartyToken, request) }
+            context.authentication = .refused(.relyingPartyToken)
+        case .refused(let error):
+            if access.required { return try access.refusal.answer(error, request) }
+        case nil:
+            if access.required { return try access.refusal.answer(.missingToken, request) }
+        }
+        if access.credential == .admin, access.required {
+            do {
+                try await requireAdmin(context)
+            } catch let error as AuthServerError {
+                return try access.refusal.answer(error, request)
+            }
+        }
+        return try await handler(request, context)
+    }
+
+    /// The identity of the access token the request presents in a way `access` allows (bearer first, then the session
+    /// cookies, then the form field), or `nil` when it presents none.
+    func authenticate(
+        _ request: inout Request,
+        access: RouteAccess
+    ) async throws -> SiwaRequestContext.Authentication? {
+        if access.presentations.contains(.bearer), let bearer = request.bearerToken {
+            return identify(bearer, via: .bearer)
+        }
+        if access.presentations.contains(.cookie), request.headers[.cookie] != nil,
+            let (name, token) = cookieToken(in: request)
+        {
+            if access.checksOrigin, request.method != .get, request.method != .head {
+                do throws(AuthServerError) {
+                    try CSRFCheck.verify(request, configuration: configuration)
+                } catch {
+                    return .refused(error)
+                }
+            }
+            return identify(token, via: .cookie(name))
+        }
+        if access.presentations.contains(.formField), request.method == .post,
+            let contentType = request.headers[.contentType],
+            contentType.lowercased().hasPrefix("application/x-www-form-urlencoded")
+        {
+            let body = try await request.collectBody(limit: configuration.maximumBodySize)
+            // A field given twice is ambiguous: the handler's own form reading refuses it.
+            if let form = FormURLEncoding.decode(body.readableBytesView), let token = form["access_token"],
+                !token.isEmpty
+            {
+                return identify(token, via: .formField)
+            }
+        }
+        return nil
+    }
+
+    private func identify(
+        _ token: String,
+        via presentation: SiwaRequestContext.Presentation
+    )
+        -> SiwaRequestContext.Authentication
+    {
+        do throws(AuthServerError) {
+            switch try sessions.verify(token) {
+            case .session(let claims): return .session(claims, via: presentation)
+            case .relyingParty(let claims): return .relyingParty(claims, via: presentation)
+            }
+        } catch {
+            return .refused(error)
+        }
+    }
+
+    private func cookieToken(in request: Request) -> (name: String, token: String)? {
+        let cookies = request.cookies
+        for name in cookieNames {
+            if let value = cookies[name]?.value, !value.isEmpty { return (name, value) }
+        }
+        return nil
+    }
+}
