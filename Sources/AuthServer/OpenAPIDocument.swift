@@ -3267,12 +3267,28 @@ enum OpenAPIDocument {
           "oidc"
         ],
         "summary": "UserInfo endpoint",
-        "description": "The bearer access token's user with the claims its scope grants; 401 with `WWW-Authenticate: Bearer` otherwise.",
+        "description": "The access token's user with the claims its scope grants: the token as a bearer token or as the form's `access_token` (RFC 6750 §2.2); 401 with `WWW-Authenticate: Bearer` otherwise.",
         "security": [
           {
             "bearer": []
           }
         ],
+        "requestBody": {
+          "required": false,
+          "content": {
+            "application/x-www-form-urlencoded": {
+              "schema": {
+                "type": "object",
+                "properties": {
+                  "access_token": {
+                    "type": "string",
+                    "description": "The access token, when it is not sent as a bearer token."
+                  }
+                }
+              }
+            }
+          }
+        },
         "responses": {
           "200": {
             "description": "The user's claims.",
@@ -3285,6 +3301,9 @@ enum OpenAPIDocument {
             }
           },
           "401": {
+            "$ref": "#/components/responses/OAuthError"
+          },
+          "413": {
             "$ref": "#/components/responses/OAuthError"
           },
           "429": {

@@ -205,6 +205,32 @@ struct CompatibilityTests {
                 headers: [.cookie: "ss-tok=\(ssTok)"]
             )
             #expect(byCookie.json["result"] as? String == "Secure Cookie!")
+            // "Who am I": ServiceStack's clients send no Origin, and the call changes nothing.
+            let whoAmI = try await Self.send(
+                harness,
+                .post,
+                "/api/Authenticate",
+                body: "{}",
+                headers: [.cookie: "ss-tok=\(ssTok)"]
+            )
+            #expect(whoAmI.status == .ok, "\(whoAmI.json)")
+            #expect(whoAmI.json["bearerToken"] == nil, "a cookie's token is not answered to page scripts")
+            // Signing out with the cookie still must come from this site.
+            let crossSiteLogout = try await Self.send(
+                harness,
+                .post,
+                "/api/Authenticate",
+                body: #"{"provider":"logout"}"#,
+                headers: [.cookie: "ss-tok=\(ssTok)", .origin: "https://evil.example"]
+            )
+            #expect(crossSiteLogout.status == .forbidden)
+            let stillSignedIn = try await Self.send(
+                harness,
+                .get,
+                "/hello/secure",
+                headers: [.cookie: "ss-tok=\(ssTok)"]
+            )
+            #expect(stillSignedIn.status == .ok, "a cross-site sign-out ended the session")
             let renewed = try await Self.send(
                 harness,
                 .post,

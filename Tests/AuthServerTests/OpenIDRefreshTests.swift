@@ -88,6 +88,21 @@ struct OpenIDRefreshTests {
         }
     }
 
+    /// RFC 6750 §2.2: the access token as the form's `access_token`, as pyoidc sends it by default.
+    @Test func userInfoTakesTheAccessTokenFromAFormBody() async throws {
+        try await ServerHarness.run(configuration: RelyingParty.configuration(), web: true) { harness in
+            let (query, _, _) = try await harness.openIDSignIn(ServerHarness.authorizePath(.a))
+            let tokens = try await harness.redeem(try #require(query["code"]), .a)
+            let access = try #require(tokens.json["access_token"] as? String)
+            let byForm = try await harness.browser(.post, "/oauth/userinfo", form: [("access_token", access)])
+            #expect(byForm.status == .ok, "\(byForm.body)")
+            #expect(byForm.body.contains("\"sub\""))
+            let forged = try await harness.browser(.post, "/oauth/userinfo", form: [("access_token", "forged")])
+            #expect(forged.status == .unauthorized)
+            #expect(forged.headers[.wwwAuthenticate]?.contains("invalid_token") == true)
+        }
+    }
+
     final class Box: @unchecked Sendable {
         // Written by one harness after another, never at once.
         var value: String?

@@ -62,7 +62,8 @@ struct OAuthError: Error, HTTPResponseError, CustomStringConvertible {
 }
 
 extension RouteAccess.Refusal {
-    /// RFC 6750 §3.1: 401 with `WWW-Authenticate: Bearer`, `invalid_request` without a token, else `invalid_token`.
+    /// RFC 6750 §3.1: 401 with `WWW-Authenticate: Bearer`, `invalid_request` without a token, else `invalid_token`;
+    /// a request whose body cannot be read is `invalid_request` with its own status.
     static let bearerToken = RouteAccess.Refusal(name: "OAuth (RFC 6750)") { error, _ in
         guard error.code != AuthServerError.Code.missingToken else {
             throw OAuthError(
@@ -71,6 +72,9 @@ extension RouteAccess.Refusal {
                 errorDescription: "send the access token as 'Authorization: Bearer <token>' or the form's access_token",
                 headers: [.wwwAuthenticate: "Bearer"]
             )
+        }
+        guard error.status == .unauthorized else {
+            throw OAuthError(status: error.status, error: "invalid_request", errorDescription: error.message)
         }
         throw OAuthError.invalidToken(error.message)
     }

@@ -25,7 +25,12 @@ struct RouteGuard: Sendable {
         guard access.readsAccessToken else { return try await handler(request, context) }
         var request = request
         var context = context
-        context.authentication = try await authenticate(&request, access: access)
+        do {
+            context.authentication = try await authenticate(&request, access: access)
+        } catch let error as AuthServerError {
+            // The body that would carry the token could not be read (too large): answered in the route's shape.
+            return try access.refusal.answer(error, request)
+        }
         switch context.authentication {
         case .session:
             break
