@@ -182,10 +182,12 @@ public protocol AccountStore: Sendable {
     /// Presents the refresh token with hash `presentedHash`. When it is current it is marked used and `next` is stored
     /// as the session's new token (`next.sessionID` and `next.userID` are taken from the presented token, whatever the
     /// caller put there). Presenting a token that was already used revokes the whole session (theft), unless it was
-    /// used less than `reuseGrace` before `now`: then `next` is stored as another current token of the session and the
-    /// answer is ``RotationOutcome/rotated(sessionID:userID:)`` (two browser tabs, or a client retrying after a lost
-    /// answer, present one token at nearly the same time). Exactly one of several concurrent presentations of one
-    /// current token can rotate it. A rotation is the session's ``SessionRecord/lastUsedAt`` (the presented token's
+    /// used less than `reuseGrace` before `now` (two browser tabs, or a client retrying after a lost answer, present one
+    /// token at nearly the same time): then the answer is ``RotationOutcome/rotated(sessionID:userID:)`` and the session
+    /// keeps one current token. A `next` already stored for the session (the caller derives successors from the
+    /// presented token, so a retry names the same one) is left as it is; any other `next` replaces every current token
+    /// of the session, which are marked used. Exactly one of several concurrent presentations of one current token can
+    /// rotate it, and however many come within the window, one chain of tokens survives. A rotation is the session's ``SessionRecord/lastUsedAt`` (the presented token's
     /// use time, written anyway).
     func rotateRefreshToken(
         presentedHash: [UInt8],

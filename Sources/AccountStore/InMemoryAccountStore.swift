@@ -522,6 +522,17 @@ public actor InMemoryAccountStore: AccountStore {
                 sessions[sessionID]?.revokedAt = now
                 return .reused(sessionID: sessionID, userID: userID)
             }
+            // Within the grace window the family stays linear: the successor already stored is answered as it stands,
+            // and any other replaces every current token of the session.
+            if let existing = tokens[next.hash] {
+                guard existing.record.sessionID == sessionID else {
+                    throw StoreError(.duplicate, "next refresh token exists")
+                }
+                return .rotated(sessionID: sessionID, userID: userID)
+            }
+            for (hash, token) in tokens where token.record.sessionID == sessionID && token.usedAt == nil {
+                tokens[hash]?.usedAt = now
+            }
         }
         if stored.record.expiresAt <= now { return .expired }
         guard tokens[next.hash] == nil else { throw StoreError(.duplicate, "next refresh token exists") }

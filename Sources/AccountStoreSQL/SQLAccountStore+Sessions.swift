@@ -124,6 +124,7 @@ extension SQLAccountStore {
                 return .rotated(sessionID: try SQLValue.sessionID(sessionID), userID: try SQLValue.userID(userID))
             }
         }
+        let locksSessions = connections.flavor == .postgres
         return try await write("rotate a refresh token") { database in
             let claimed = try await database.raw(
                 """
@@ -165,7 +166,27 @@ extension SQLAccountStore {
             let expired = try row.decode(column: "expires_at", as: Int64.self) <= now
             if let usedAt = try row.decode(column: "used_at", as: Int64?.self) {
                 if reuseGrace > 0, usedAt > graceStart, !expired {
-                    // Presented again within the grace window: another current token for the same session.
+                    // Presented again within the grace window. The family stays linear: the successor already stored
+                    // (the caller derives it from the presented token) is answered as it stands; another one replaces
+                    // every current token of the session. On PostgreSQL the session's row is locked first, so that
+                    // concurrent presentations take turns and each sees the tokens the one before it wrote.
+                    if locksSessions {
+                        try await database.raw("SELECT id FROM sessions WHERE id = \(bind: sessionID) FOR UPDATE").run()
+                    }
+                    if let existing = try await database.raw(
+                        "SELECT session_id FROM refresh_tokens WHERE hash = \(bind: nextHash)"
+                    ).first() {
+                        guard try existing.decode(column: "session_id", as: String.self) == sessionID else {
+                            throw StoreError(.duplicate, "next refresh token exists")
+                        }
+                        return .rotated(sessionID: session, userID: userID)
+                    }
+                    try await database.raw(
+                        """
+                        UPDATE refresh_tokens SET used_at = \(bind: now)
+                        WHERE session_id = \(bind: sessionID) AND used_at IS NULL
+                        """
+                    ).run()
                     try await database.raw(
                         """
                         INSERT INTO refresh_tokens (hash, session_id, user_id, issued_at, expires_at)

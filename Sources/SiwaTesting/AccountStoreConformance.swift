@@ -72,6 +72,10 @@ public enum AccountStoreConformance {
                 "a used token presented again within the grace window rotates again, after it is reuse",
                 reuseWithinGraceRotatesAgain
             ),
+            Check(
+                "10 presentations of a used token within the grace window leave one current token",
+                concurrentPresentationsWithinGraceLeaveOneChain
+            ),
             Check("rotation answers expired and notFound", rotationAnswersExpiredAndNotFound),
             Check("10 concurrent rotations of one token rotate it once", concurrentRotationsRotateOnce),
             Check("the next token takes session and user from the presented one", nextTokenTakesPresentedIDs),
@@ -409,22 +413,37 @@ public enum AccountStoreConformance {
         )
         #expect(rotated == .rotated(sessionID: session, userID: user.id))
 
-        // A second tab presents the same token 2 s later: it gets a successor of its own, and both stay current.
-        let sibling = Fixture.refreshToken(session, user.id)
-        let again = try await store.rotateRefreshToken(
+        // A client retrying 2 s later names the same successor (siwa derives it from the presented token): answered
+        // as it stands, still the one current token.
+        let retry = try await store.rotateRefreshToken(
             presentedHash: first.hash,
-            next: sibling,
+            next: second,
             now: Fixture.time(3_000),
             reuseGrace: 5
         )
-        #expect(again == .rotated(sessionID: session, userID: user.id), "within the grace window: no revocation")
+        #expect(retry == .rotated(sessionID: session, userID: user.id), "within the grace window: no revocation")
         #expect(
             try await store.checkRefreshToken(presentedHash: second.hash, now: Fixture.time(3_000))
                 == .current(sessionID: session, userID: user.id)
         )
+
+        // Another successor within the window replaces the current one: the family stays one chain.
+        let replacement = Fixture.refreshToken(session, user.id)
+        let again = try await store.rotateRefreshToken(
+            presentedHash: first.hash,
+            next: replacement,
+            now: Fixture.time(3_500),
+            reuseGrace: 5
+        )
+        #expect(again == .rotated(sessionID: session, userID: user.id))
         #expect(
-            try await store.checkRefreshToken(presentedHash: sibling.hash, now: Fixture.time(3_000))
+            try await store.checkRefreshToken(presentedHash: replacement.hash, now: Fixture.time(3_500))
                 == .current(sessionID: session, userID: user.id)
+        )
+        #expect(
+            try await store.checkRefreshToken(presentedHash: second.hash, now: Fixture.time(3_500))
+                == .used(sessionID: session, userID: user.id),
+            "the successor it replaced is no longer current"
         )
         #expect(try await store.revokedSessions(since: Fixture.time(0)).isEmpty)
 
@@ -438,13 +457,48 @@ public enum AccountStoreConformance {
         #expect(late == .reused(sessionID: session, userID: user.id), "after the grace window: reuse")
         #expect(
             try await store.rotateRefreshToken(
-                presentedHash: sibling.hash,
+                presentedHash: replacement.hash,
                 next: Fixture.refreshToken(session, user.id),
                 now: Fixture.time(8_000),
                 reuseGrace: 5
             ) == .revoked(sessionID: session, userID: user.id),
-            "reuse revoked the whole session, the sibling token included"
+            "reuse revoked the whole session, the replacement included"
         )
+    }
+
+    /// Ten presentations of one token at once within the grace window, each naming a successor of its own (a thief
+    /// racing the client, or instances whose data keys differ): every one is answered, and one token of the session
+    /// is current afterwards, so at most one chain survives (RFC 9700 §4.14.2).
+    static func concurrentPresentationsWithinGraceLeaveOneChain(_ store: any AccountStore) async throws {
+        let user = try await store.signIn(Fixture.facts(), now: Fixture.time(0)).user
+        let session = SessionID()
+        let first = Fixture.refreshToken(session, user.id)
+        try await store.createSession(firstToken: first, now: Fixture.time(0))
+        let successors = (0..<10).map { _ in Fixture.refreshToken(session, user.id) }
+        let outcomes = try await withThrowingTaskGroup(of: RotationOutcome.self) { group in
+            for successor in successors {
+                group.addTask {
+                    try await store.rotateRefreshToken(
+                        presentedHash: first.hash,
+                        next: successor,
+                        now: Fixture.time(1_000),
+                        reuseGrace: 5
+                    )
+                }
+            }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(outcomes.allSatisfy { $0 == .rotated(sessionID: session, userID: user.id) }, "\(outcomes)")
+        var current = 0
+        for successor in successors {
+            if case .current = try await store.checkRefreshToken(
+                presentedHash: successor.hash,
+                now: Fixture.time(1_000)
+            ) {
+                current += 1
+            }
+        }
+        #expect(current == 1, "\(current) tokens of one session are current: the family branched")
     }
 
     static func rotationAnswersExpiredAndNotFound(_ store: any AccountStore) async throws {

@@ -229,6 +229,9 @@ struct SessionFamilyTests {
                 }
                 return try await group.reduce(into: []) { $0.append($1) }
             }
+            // The family stays one chain: both tabs hold the same successor, not two siblings.
+            let renewedTokens = Set(pages.compactMap { $0.cookie("siwa_refresh") })
+            #expect(renewedTokens.count == 1, "the tabs got \(renewedTokens.count) different refresh tokens")
             for page in pages {
                 #expect(page.status == .ok)
                 #expect(page.body.contains("two-tabs@example.com"), "each tab shows the signed-in user")

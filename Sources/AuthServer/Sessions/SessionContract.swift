@@ -1,5 +1,6 @@
 import AccountStore
 import AppleSignIn
+import Crypto
 
 /// The client contract a session's refresh tokens belong to: siwa's own routes (native and web, rotating) or one of
 /// the tutorials' contracts (non-rotating, on their own routes only).
@@ -34,6 +35,13 @@ public enum SessionContract: String, Sendable, CaseIterable {
     /// the token between the prefix and the random part (base64url, then `.`), where the token's hash covers it.
     func newRefreshToken(binding: String? = nil) -> String {
         tokenPrefix + (binding.map { Base64URL.encode(Array($0.utf8)) + "." } ?? "") + RefreshTokens.generate()
+    }
+
+    /// The token that replaces `presented` at rotation, in this contract's form: the same for every presentation of
+    /// one token (``RefreshTokens/successor(of:key:)``).
+    func successorToken(of presented: String, binding: String? = nil, key: SymmetricKey) -> String {
+        tokenPrefix + (binding.map { Base64URL.encode(Array($0.utf8)) + "." } ?? "")
+            + RefreshTokens.successor(of: presented, key: key)
     }
 
     /// The binding written into a token by ``newRefreshToken(binding:)``, or `nil` when it has none. A token whose

@@ -1,5 +1,6 @@
 public import AccountStore
 public import AppleSignIn
+import Crypto
 public import Logging
 
 #if canImport(FoundationEssentials)
@@ -27,6 +28,8 @@ public final class SessionService: Sendable {
     let metrics: ServerMetrics?
     let clock: any WallClock
     let logger: Logger
+    /// Derives each rotation's successor token (``RefreshTokens/successor(of:key:)``).
+    private let successorKey: SymmetricKey
 
     init(
         configuration: AuthServerConfiguration,
@@ -66,6 +69,7 @@ public final class SessionService: Sendable {
         self.metrics = metrics
         self.clock = clock
         self.logger = logger
+        self.successorKey = RefreshTokens.successorKey(dataKey: sealer.keys.primary.key)
     }
 
     /// Tokens answered to a client.
@@ -137,7 +141,7 @@ public final class SessionService: Sendable {
         try await requireWellFormed(refreshToken, contract: contract)
         let presentedHash = RefreshTokens.hash(refreshToken)
         try await requireAppleConsentBeforeRotating(presentedHash: presentedHash, logger: logger)
-        let next = contract.newRefreshToken(binding: binding)
+        let next = contract.successorToken(of: refreshToken, binding: binding, key: successorKey)
         let now = clock.now
         let outcome = try await store.rotateRefreshToken(
             presentedHash: presentedHash,
