@@ -139,7 +139,7 @@ func assembleApplication(
     let router = Router(context: SiwaRequestContext.self)
     router.add(middleware: NoSniffMiddleware())
     if let metrics { router.add(middleware: MetricsMiddleware(metrics: metrics)) }
-    router.add(middleware: LogRequestsMiddleware(.debug, redactHeaders: [.authorization, .cookie, .setCookie]))
+    router.add(middleware: RequestLogMiddleware())
     if configuration.authRateLimit != nil || configuration.notificationRateLimit != nil {
         router.add(middleware: RateLimitMiddleware(configuration: configuration))
     }

@@ -8,6 +8,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
+import Logging
 import NIOCore
 import SiwaTesting
 import Synchronization
@@ -51,6 +52,7 @@ struct ServerHarness: Sendable {
     ///   - publicOrigin: with `web`, the public URL for the server's port (an https proxy's, say) instead of
     ///     `http://127.0.0.1:<port>`.
     ///   - adjust: changes the configuration once its public URL is known (say, a relying party redirecting to it).
+    ///   - logger: the server's logger (a test that reads the logs passes its own).
     ///   - keepsIdleTimeout: keep the configuration's idle timeout; without `web`, the server otherwise runs without
     ///     one (the live test client never reconnects).
     ///   - tls: with `web`, the server serves https itself (``ServerHarness/server`` then cannot reach it; drive it with
@@ -68,6 +70,7 @@ struct ServerHarness: Sendable {
         tls: ServerTLS? = nil,
         keepsIdleTimeout: Bool = false,
         adjust: (@Sendable (inout AuthServerConfiguration) -> Void)? = nil,
+        logger: Logger = Logger(label: "siwa"),
         _ body: @escaping @Sendable (ServerHarness) async throws -> Void
     ) async throws {
         let teamKey = P256.Signing.PrivateKey()
@@ -108,6 +111,7 @@ struct ServerHarness: Sendable {
                 sealer: DataSealer(key: dataKey),
                 clock: clock,
                 port: serverPort,
+                logger: logger,
                 tls: tls
             )
             if web {
