@@ -189,6 +189,7 @@ func assembleApplication(
         .addRoutes(to: routes)
 
     let adminActions = AdminActions(
+        access: adminAccess,
         store: store,
         sessions: sessions,
         deletions: lifecycle.deletions,

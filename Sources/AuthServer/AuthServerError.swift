@@ -58,6 +58,7 @@ public struct AuthServerError: Error, HTTPResponseError, CustomStringConvertible
         static let accountDeleted = "account_deleted"
         static let accountDisabled = "account_disabled"
         static let adminRequired = "admin_required"
+        static let adminProtected = "admin_protected"
         /// An access token siwa's OpenID provider issued to another app, presented on siwa's own routes.
         static let relyingPartyToken = "relying_party_token"
         static let appleError = "apple_error"

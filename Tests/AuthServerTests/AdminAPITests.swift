@@ -60,6 +60,54 @@ struct AdminAPITests {
         }
     }
 
+    /// An admin granted the role in the store cannot end the sessions of, disable or delete another admin's account;
+    /// an admin of the configuration (`SIWA_ADMIN_USERS`) can.
+    @Test func onlyAConfiguredAdminActsOnAnotherAdmin() async throws {
+        try await ServerHarness.run { server in
+            let granted = try await Self.signIn(server, "granted@example.com")
+            let other = try await Self.signIn(server, "other-admin@example.com")
+            let plain = try await Self.signIn(server, "plain@example.com")
+            let configured = try await Self.signIn(server, "configured-admin@example.com")
+            for admin in [granted.id, other.id] {
+                try await server.store.grantAdmin(AdminSubject(admin), by: .operator, now: Date())
+            }
+            for (method, path) in [
+                (HTTPRequest.Method.post, "/admin/api/users/\(other.id)/disable"),
+                (.post, "/admin/api/users/\(other.id)/sessions/end"),
+                (.delete, "/admin/api/users/\(other.id)"),
+            ] {
+                let refused = try await server.call(method, path, bearer: granted.token)
+                #expect(refused.status == .forbidden, "\(method) \(path): \(refused.json)")
+                #expect(refused.json.string("error") == "admin_protected")
+            }
+            #expect(try await server.store.user(id: other.id)?.status == .active, "the other admin is untouched")
+            let plainDisabled = try await server.call(
+                .post,
+                "/admin/api/users/\(plain.id)/disable",
+                bearer: granted.token
+            )
+            #expect(plainDisabled.status == .ok, "a granted admin still acts on other accounts")
+
+            var withRole = AuthServerConfiguration(authRateLimit: nil, storeRefreshInterval: .milliseconds(200))
+            withRole.compatibility.adminUsers = [configured.id.description.lowercased()]
+            try await ServerHarness.run(store: server.store, configuration: withRole, dataKey: server.dataKey) {
+                second in
+                let byGranted = try await second.call(
+                    .post,
+                    "/admin/api/users/\(configured.id)/disable",
+                    bearer: granted.token
+                )
+                #expect(byGranted.status == .forbidden, "a granted admin disabled a configured one")
+                let byConfigured = try await second.call(
+                    .post,
+                    "/admin/api/users/\(other.id)/disable",
+                    bearer: configured.token
+                )
+                #expect(byConfigured.status == .ok, "\(byConfigured.json)")
+            }
+        }
+    }
+
     @Test func aConfiguredAdminHoldsTheRoleWithoutAGrant() async throws {
         try await ServerHarness.run { server in
             let user = try await Self.signIn(server, "configured@example.com")

@@ -36,6 +36,11 @@ struct AdminAccess: Sendable {
         return Admin(user: user, subject: subject, sessionID: claims.sessionID)
     }
 
+    /// Whether `subject` holds the role through the configuration (`SIWA_ADMIN_USERS`) rather than a grant in the store.
+    func isConfigured(_ subject: AdminSubject) -> Bool {
+        configuration.compatibility.adminUsers.contains(subject.rawValue.lowercased())
+    }
+
     /// The subject through which `user` holds the admin role, or `nil`.
     func role(of user: UserRecord) async throws(StoreError) -> AdminSubject? {
         let byID = AdminSubject(user.id)

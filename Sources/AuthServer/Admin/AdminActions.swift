@@ -6,6 +6,7 @@ import Logging
 /// What an admin does to an account, for the admin API and the console's forms alike: each action checks what it
 /// must, changes the store, and makes this instance refuse ended sessions at once.
 struct AdminActions: Sendable {
+    let access: AdminAccess
     let store: any AccountStore
     let sessions: SessionService
     let deletions: AccountDeletionService
@@ -23,6 +24,7 @@ struct AdminActions: Sendable {
     ) async throws
         -> [SessionID]
     {
+        try await requireMayActOn(user, by: admin)
         guard let sessionID else {
             return try await sessions.endAllSessions(userID: user.id, by: .admin(admin.subject), reason: "admin")
         }
@@ -38,6 +40,7 @@ struct AdminActions: Sendable {
         guard user.id != admin.user.id else {
             throw AdminAPIController.invalid("id", "is your own account: another admin must disable it")
         }
+        try await requireMayActOn(user, by: admin)
         guard let disabled = try await status.disable(user.id, by: .admin(admin.subject)) else {
             throw AdminAPIController.noSuchUser
         }
@@ -62,11 +65,27 @@ struct AdminActions: Sendable {
                 "is your own account: delete it with DELETE /api/me, or ask another admin"
             )
         }
+        try await requireMayActOn(user, by: admin)
         guard let deletion = try await deletions.deleteAccount(user.id, by: .admin(admin.subject)) else {
             throw AdminAPIController.noSuchUser
         }
         sessions.forgetDeletedAccount(user.id, endedSessions: deletion.endedSessions)
         logger.info("account deleted by an admin", metadata: ["user": "\(user.id)", "admin": "\(admin.user.id)"])
         return deletion
+    }
+
+    /// Refuses an admin granted the role in the store acting against another admin's account (ending its sessions,
+    /// disabling or deleting it): only the admins of the configuration (`SIWA_ADMIN_USERS`) may, so that a granted
+    /// admin cannot lock out the operators who granted the role, nor one granted admin another.
+    /// - Throws: ``AuthServerError`` 403 `admin_protected`.
+    func requireMayActOn(_ user: UserRecord, by admin: AdminAccess.Admin) async throws {
+        guard user.id != admin.user.id, !access.isConfigured(admin.subject) else { return }
+        guard try await access.role(of: user) != nil else { return }
+        throw AuthServerError(
+            .forbidden,
+            AuthServerError.Code.adminProtected,
+            "this account holds the admin role: only an admin listed in SIWA_ADMIN_USERS may end its sessions, "
+                + "disable or delete it"
+        )
     }
 }

@@ -74,6 +74,10 @@ struct AdminConsoleController: Sendable {
     static func refusal(_ error: AuthServerError, admin: AdminAccess.Admin? = nil) -> Response {
         let explanation: String
         switch error.code {
+        case AuthServerError.Code.adminProtected:
+            explanation =
+                "This account holds the admin role. Only an admin listed in <code>SIWA_ADMIN_USERS</code> may end its "
+                + "sessions, disable or delete it."
         case AuthServerError.Code.adminRequired:
             explanation =
                 "You are signed in, but your account does not hold the admin role. An operator grants it with "
@@ -245,10 +249,20 @@ struct AdminConsoleController: Sendable {
                 "held for \(HTMLPage.escape($0.clientID.rawValue)) since \(Self.time($0.storedAt)); Apple last confirmed it "
                     + ($0.lastValidatedAt.map(Self.time) ?? "never")
             } ?? "none held"
+        // Another admin's account: only the configuration's admins may act on it, and the page says so.
+        let targetRole = try await access.role(of: user)
+        let protected = user.id != admin.user.id && targetRole != nil
+        let mayAct = !protected || access.isConfigured(admin.subject)
         let statusAction =
             user.status == .disabled
             ? form("enable", "Enable", "secondary", confirm: "Let this account sign in again")
             : form("disable", "Disable", "secondary", confirm: "End its sessions and refuse its sign-ins")
+        let actions =
+            mayAct
+            ? form("end-all", "End all sessions", "secondary", confirm: "Sign this account out everywhere")
+                + statusAction + form("delete", "Delete account", "danger", confirm: "Delete it and revoke at Apple")
+            : "<p class=\"notice\">This account holds the admin role. Only an admin listed in "
+                + "<code>SIWA_ADMIN_USERS</code> may end its sessions, disable or delete it.</p>"
         let main = """
             \(notice)<section class="panel"><dl>\
             <dt>Name</dt><dd>\(HTMLPage.escape(user.displayName ?? "(no name)"))</dd>\
@@ -261,9 +275,7 @@ struct AdminConsoleController: Sendable {
             <dt>Created</dt><dd>\(Self.time(user.createdAt))</dd>\
             <dt>Last sign-in</dt><dd>\(user.lastSignInAt.map(Self.time) ?? "–")</dd>\
             <dt>Apple refresh token</dt><dd>\(apple)</dd></dl></section>
-            <section class="panel"><h2>Actions</h2>\
-            \(form("end-all", "End all sessions", "secondary", confirm: "Sign this account out everywhere"))\
-            \(statusAction)\(form("delete", "Delete account", "danger", confirm: "Delete it and revoke at Apple"))</section>
+            <section class="panel"><h2>Actions</h2>\(actions)</section>
             <section class="panel"><h2>Sessions</h2><div class="scroll"><table><thead><tr><th>Created</th>\
             <th>Last used</th><th>Channel</th><th>User agent</th><th>Address</th><th>Expires</th><th></th></tr></thead>\
             <tbody>\(sessionRows.isEmpty ? "<tr><td colspan=\"7\">No sessions.</td></tr>" : sessionRows)</tbody></table></div></section>
