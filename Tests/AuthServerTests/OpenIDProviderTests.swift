@@ -72,7 +72,7 @@ struct OpenIDProviderTests {
             #expect(discovery["revocation_endpoint"] as? String == base + "/oauth/revoke")
             #expect(discovery["response_types_supported"] as? [String] == ["code"])
             #expect(discovery["code_challenge_methods_supported"] as? [String] == ["S256"])
-            #expect(discovery["id_token_signing_alg_values_supported"] as? [String] == ["ES256"])
+            #expect(discovery["id_token_signing_alg_values_supported"] as? [String] == ["RS256", "ES256"])
             #expect(discovery["subject_types_supported"] as? [String] == ["public"])
             #expect(discovery["scopes_supported"] as? [String] == ["openid", "email", "profile"])
             #expect(
@@ -119,6 +119,12 @@ struct OpenIDProviderTests {
             #expect(accessPayload.client_id == RelyingParty.a.id)
             let idPayload = try await keys.verify(idToken, as: IDTokenPayload.self)
             #expect(idPayload.aud.value == [RelyingParty.a.id])
+            // RS256 by default (OpenID Connect's required algorithm), by the current key's RSA companion; the access
+            // token stays ES256.
+            let idHeader = try Self.header(of: idToken)
+            #expect(idHeader["alg"] as? String == "RS256")
+            #expect((idHeader["kid"] as? String)?.hasSuffix(".rs") == true)
+            #expect(try Self.header(of: access)["alg"] as? String == "ES256")
             #expect(idPayload.iss.value == harness.serverURL)
             #expect(idPayload.nonce == "nonce-456")
             let claims = try ServerHarness.claims(of: idToken)
@@ -590,5 +596,14 @@ struct OpenIDProviderTests {
             #expect(try await harness.refresh(latest, .a).json["error"] as? String == "invalid_grant")
             #expect(try await harness.call(.get, "/oauth/userinfo", bearer: access).status == .unauthorized)
         }
+    }
+
+    /// A JWT's header, unverified.
+    static func header(of jwt: String) throws -> [String: Any] {
+        let first = try #require(jwt.split(separator: ".").first)
+        var base64 = String(first).replacing("-", with: "+").replacing("_", with: "/")
+        while base64.count % 4 != 0 { base64 += "=" }
+        let data = try #require(Data(base64Encoded: base64))
+        return try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
     }
 }

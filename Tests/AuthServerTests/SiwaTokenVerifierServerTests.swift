@@ -11,7 +11,10 @@ import Testing
 @Suite("SiwaTokenVerifier against siwa")
 struct SiwaTokenVerifierServerTests {
     @Test func siwasAccessTokensVerifyFromTheIssuerURLAlone() async throws {
-        try await ServerHarness.run(configuration: RelyingParty.configuration(), web: true) { harness in
+        // Relying party A takes ES256 ID tokens, signed like access tokens: only their type tells them apart.
+        var configuration = RelyingParty.configuration()
+        configuration.openID.clients[0].idTokenSigningAlgorithm = .es256
+        try await ServerHarness.run(configuration: configuration, web: true) { harness in
             let verifier = SiwaTokenVerifier(
                 issuer: harness.serverURL,
                 audience: "siwa",

@@ -42,19 +42,39 @@ public struct OpenIDClient: Sendable, Hashable {
     public var scopes: Set<String>
     /// Where RP-initiated logout may send the browser afterwards (exact strings).
     public var postLogoutRedirectURIs: [String]
+    /// How its ID tokens are signed (`id_token_signed_response_alg`): RS256 unless it asks for ES256.
+    public var idTokenSigningAlgorithm: IDTokenSigningAlgorithm
 
+    /// The algorithms siwa signs ID tokens with.
+    public enum IDTokenSigningAlgorithm: String, Sendable, Hashable, CaseIterable {
+        /// RSASSA-PKCS1-v1_5 with SHA-256: what OpenID Connect requires a provider to offer, and what a client that
+        /// registers nothing expects.
+        case rs256 = "RS256"
+        /// ECDSA P-256 with SHA-256, as siwa's access tokens.
+        case es256 = "ES256"
+    }
+
+    /// - Parameters:
+    ///   - id: the `client_id`.
+    ///   - secretHash: SHA-256 of the client secret; `nil` for a public client.
+    ///   - redirectURIs: the exact redirect URIs.
+    ///   - scopes: the scopes it may be granted (`openid` is always added).
+    ///   - postLogoutRedirectURIs: where RP-initiated logout may send the browser.
+    ///   - idTokenSigningAlgorithm: how its ID tokens are signed (RS256 by default).
     public init(
         id: String,
         secretHash: [UInt8]?,
         redirectURIs: [String],
         scopes: Set<String> = Set(OpenIDConfiguration.supportedScopes),
-        postLogoutRedirectURIs: [String] = []
+        postLogoutRedirectURIs: [String] = [],
+        idTokenSigningAlgorithm: IDTokenSigningAlgorithm = .rs256
     ) {
         self.id = id
         self.secretHash = secretHash
         self.redirectURIs = redirectURIs
         self.scopes = scopes.union(["openid"])
         self.postLogoutRedirectURIs = postLogoutRedirectURIs
+        self.idTokenSigningAlgorithm = idTokenSigningAlgorithm
     }
 
     /// A public client: no secret, PKCE required.

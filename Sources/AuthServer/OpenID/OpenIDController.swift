@@ -76,7 +76,7 @@ struct OpenIDController: Sendable {
         var grant_types_supported = ["authorization_code", "refresh_token"]
         var code_challenge_methods_supported = ["S256"]
         var subject_types_supported = ["public"]
-        var id_token_signing_alg_values_supported = ["ES256"]
+        var id_token_signing_alg_values_supported = OpenIDClient.IDTokenSigningAlgorithm.allCases.map(\.rawValue)
         var token_endpoint_auth_methods_supported = ["client_secret_basic", "client_secret_post", "none"]
         var revocation_endpoint_auth_methods_supported = ["client_secret_basic", "client_secret_post", "none"]
         var claims_supported = [
@@ -152,7 +152,8 @@ struct OpenIDController: Sendable {
         }
     }
 
-    /// An ID token (OpenID Connect Core §2) for `user`, signed like the access tokens: `iss`, `aud` and `azp` the
+    /// An ID token (OpenID Connect Core §2) for `user`, signed RS256 (or ES256 for a client that asks for it) by the
+    /// current key: `iss`, `aud` and `azp` the
     /// client, `sub` the siwa user id, `iat`, `exp` (the access token's lifetime), `auth_time`, `nonce` when the
     /// request had one, `amr` `["apple"]`, `sid` the relying party's session, `at_hash`, and the scope's claims.
     func idToken(
@@ -178,7 +179,11 @@ struct OpenIDController: Sendable {
         // at_hash: the left half of the access token's SHA-256, base64url (§3.1.3.6).
         let digest = Array(SHA256.hash(data: Array(accessToken.utf8)))
         claims["at_hash"] = .string(Base64URL.encode(digest.prefix(16)))
-        return try issuer.sign(try Self.json(claims))
+        let payload = try Self.json(claims)
+        switch openID.client(clientID)?.idTokenSigningAlgorithm ?? .rs256 {
+        case .rs256: return try issuer.signRS256(payload)
+        case .es256: return try issuer.sign(payload)
+        }
     }
 
     // MARK: Helpers

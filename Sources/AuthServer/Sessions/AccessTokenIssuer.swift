@@ -1,6 +1,7 @@
 public import AccountStore
 public import AppleSignIn
 public import Crypto
+import CryptoExtras
 import HTTPTypes
 import Synchronization
 
@@ -15,16 +16,33 @@ public import Foundation
 /// Keys live in the store (sealed with the data key), so every instance signs with the same current key and verifies
 /// every key still in use; they are reloaded with the revocation list. Verification reads no database: a bounded
 /// cache of verified tokens makes a repeated token a dictionary lookup instead of an ECDSA check.
+///
+/// Each stored key also holds an RSA key (2048 bits, `kid` with the suffix ``rsaKidSuffix``), which rotates with it:
+/// the OpenID provider signs ID tokens RS256 with it, as OpenID Connect requires of a provider and a client that
+/// registers nothing expects. Access tokens are always ES256.
 public final class AccessTokenIssuer: Sendable {
+    /// One stored key: the P-256 key and, for keys stored since ID tokens are signed RS256, its RSA companion.
+    private struct OpenedKey {
+        var ec: P256.Signing.PrivateKey
+        var rsa: _RSA.Signing.PrivateKey?
+    }
+
     private struct Keys {
         var currentKid: String
         var signing: P256.Signing.PrivateKey
+        /// The current key's RSA companion (`nil` only until a key that has one is stored).
+        var rsaSigning: _RSA.Signing.PrivateKey?
         /// Every opened private key by kid: a kid never changes its key, so reloads open only new ones.
-        var opened: [String: P256.Signing.PrivateKey]
+        var opened: [String: OpenedKey]
         var verifying: [String: P256.Signing.PublicKey]
+        /// RSA public keys by their own kid (`<kid>` + ``AccessTokenIssuer/rsaKidSuffix``).
+        var rsaVerifying: [String: _RSA.Signing.PublicKey]
         /// kid → retiredAt, to publish keys only while their tokens may live.
         var retiredAt: [String: Date]
     }
+
+    /// Appended to a stored key's `kid` to name its RSA companion.
+    static let rsaKidSuffix = ".rs"
 
     private let configuration: AuthServerConfiguration
     private let store: any AccountStore
@@ -34,7 +52,8 @@ public final class AccessTokenIssuer: Sendable {
     private let cache = Mutex<[String: VerifiedAccessToken]>([:])
     private static let cacheLimit = 10_000
 
-    /// Loads the signing keys from the store, creating the first one if there is none.
+    /// Loads the signing keys from the store, creating the first one if there is none, or a new one when the current
+    /// key was stored before keys had an RSA companion.
     public init(
         configuration: AuthServerConfiguration,
         store: any AccountStore,
@@ -46,7 +65,7 @@ public final class AccessTokenIssuer: Sendable {
         self.sealer = sealer
         self.clock = clock
         var loaded = try await Self.load(store: store, sealer: sealer)
-        if loaded == nil {
+        if loaded == nil || loaded?.rsaSigning == nil {
             do {
                 try await Self.addKey(store: store, sealer: sealer, now: clock.now)
             } catch let error as StoreError where error.code == .duplicate {
@@ -74,11 +93,17 @@ public final class AccessTokenIssuer: Sendable {
         }
     }
 
+    /// Stores a new key: the P-256 key's 32 bytes, then its RSA companion's DER, sealed together.
     private static func addKey(store: any AccountStore, sealer: DataSealer, now: Date) async throws {
         let key = P256.Signing.PrivateKey()
+        let rsa = try _RSA.Signing.PrivateKey(keySize: .bits2048)
         let kid = WebAuthorization.randomToken(byteCount: 12)
         try await store.addSigningKey(
-            SigningKeyRecord(kid: kid, sealedPrivateKey: try sealer.seal(Array(key.rawRepresentation)), createdAt: now)
+            SigningKeyRecord(
+                kid: kid,
+                sealedPrivateKey: try sealer.seal(Array(key.rawRepresentation) + Array(rsa.derRepresentation)),
+                createdAt: now
+            )
         )
     }
 
@@ -86,31 +111,38 @@ public final class AccessTokenIssuer: Sendable {
     private static func load(
         store: any AccountStore,
         sealer: DataSealer,
-        known: [String: P256.Signing.PrivateKey] = [:]
+        known: [String: OpenedKey] = [:]
     ) async throws -> Keys? {
         let records = try await store.signingKeys()
         guard let current = records.last(where: { $0.retiredAt == nil }) ?? records.last else { return nil }
         var verifying: [String: P256.Signing.PublicKey] = [:]
+        var rsaVerifying: [String: _RSA.Signing.PublicKey] = [:]
         var retiredAt: [String: Date] = [:]
-        var opened: [String: P256.Signing.PrivateKey] = [:]
-        var signing: P256.Signing.PrivateKey?
+        var opened: [String: OpenedKey] = [:]
         for record in records {
-            let privateKey =
-                try known[record.kid]
-                ?? P256.Signing.PrivateKey(rawRepresentation: try sealer.open(record.sealedPrivateKey))
-            opened[record.kid] = privateKey
-            verifying[record.kid] = privateKey.publicKey
+            let key = try known[record.kid] ?? open(try sealer.open(record.sealedPrivateKey))
+            opened[record.kid] = key
+            verifying[record.kid] = key.ec.publicKey
+            if let rsa = key.rsa { rsaVerifying[record.kid + rsaKidSuffix] = rsa.publicKey }
             retiredAt[record.kid] = record.retiredAt
-            if record.kid == current.kid { signing = privateKey }
         }
-        guard let signing else { return nil }
+        guard let signing = opened[current.kid] else { return nil }
         return Keys(
             currentKid: current.kid,
-            signing: signing,
+            signing: signing.ec,
+            rsaSigning: signing.rsa,
             opened: opened,
             verifying: verifying,
+            rsaVerifying: rsaVerifying,
             retiredAt: retiredAt
         )
+    }
+
+    /// A stored key's bytes: 32 of P-256, then the RSA companion's DER when there is one.
+    private static func open(_ bytes: [UInt8]) throws -> OpenedKey {
+        let ec = try P256.Signing.PrivateKey(rawRepresentation: bytes.prefix(32))
+        guard bytes.count > 32 else { return OpenedKey(ec: ec, rsa: nil) }
+        return OpenedKey(ec: ec, rsa: try _RSA.Signing.PrivateKey(derRepresentation: bytes.dropFirst(32)))
     }
 
     /// Signs an access token for `userID` in `sessionID`.
@@ -149,14 +181,29 @@ public final class AccessTokenIssuer: Sendable {
     /// RFC 9068's media type of an OAuth access token, in the header of a relying party's tokens.
     static let relyingPartyTokenType = "at+jwt"
 
-    /// Signs a JWT (ES256, with the current key's `kid`) over a JSON object: access tokens and the OpenID provider's
-    /// ID tokens, so that one JWKS verifies both.
+    /// Signs a JWT (ES256, with the current key's `kid`) over a JSON object: access tokens and, for clients that ask
+    /// for ES256, the OpenID provider's ID tokens, so that one JWKS verifies both.
     func sign(_ claims: [UInt8], type: String = "JWT") throws -> String {
         let (kid, key) = keys.withLock { ($0.currentKid, $0.signing) }
         let header = JSONWriter.object(["alg": .string("ES256"), "kid": .string(kid), "typ": .string(type)])
         let signingInput = Base64URL.encode(header) + "." + Base64URL.encode(claims)
         let signature = try key.signature(for: Array(signingInput.utf8))
         return signingInput + "." + Base64URL.encode(signature.rawRepresentation)
+    }
+
+    /// Signs a JWT RS256 (RSASSA-PKCS1-v1_5 with SHA-256) with the current key's RSA companion: ID tokens.
+    func signRS256(_ claims: [UInt8]) throws -> String {
+        let (kid, key) = keys.withLock { ($0.currentKid + Self.rsaKidSuffix, $0.rsaSigning) }
+        guard let key else {
+            throw AuthServerError(.internalServerError, AuthServerError.Code.internalError, "no RSA signing key")
+        }
+        let header = JSONWriter.object(["alg": .string("RS256"), "kid": .string(kid), "typ": .string("JWT")])
+        let signingInput = Base64URL.encode(header) + "." + Base64URL.encode(claims)
+        let signature = try key.signature(
+            for: SHA256.hash(data: Array(signingInput.utf8)),
+            padding: .insecurePKCS1v1_5
+        )
+        return signingInput + "." + Base64URL.encode(Array(signature.rawRepresentation))
     }
 
     /// The claims of a JWT signed by one of this server's keys with this server's `iss`, whatever its audience and
@@ -173,17 +220,42 @@ public final class AccessTokenIssuer: Sendable {
         guard parts.count == 3,
             let headerBytes = Base64URL.decode(Array(parts[0].utf8)),
             let header = try? JSONReader.parseObject(headerBytes),
-            header["alg"]?.stringValue == "ES256",
             let kid = header["kid"]?.stringValue,
-            let key = keys.withLock({ $0.verifying[kid] }),
             let signatureBytes = Base64URL.decode(Array(parts[2].utf8)),
-            let signature = try? P256.Signing.ECDSASignature(rawRepresentation: signatureBytes),
-            key.isValidSignature(signature, for: Array(token.utf8[..<parts[1].endIndex])),
+            isValidSignature(signatureBytes, alg: header["alg"]?.stringValue, kid: kid, for: token, parts: parts),
             let payload = Base64URL.decode(Array(parts[1].utf8)),
             let claims = try? JSONReader.parseObject(payload),
             claims["iss"]?.stringValue == configuration.publicURL
         else { return nil }
         return (header, claims)
+    }
+
+    /// Whether `signature` is `alg`'s signature by the key `kid` over the token's signing input: ES256 by a stored
+    /// key, or RS256 by a stored key's RSA companion (ID tokens given back as hints).
+    private func isValidSignature(
+        _ signature: [UInt8],
+        alg: String?,
+        kid: String,
+        for token: String,
+        parts: [Substring]
+    ) -> Bool {
+        let signingInput = Array(token.utf8[..<parts[1].endIndex])
+        switch alg {
+        case "ES256":
+            guard let key = keys.withLock({ $0.verifying[kid] }),
+                let signature = try? P256.Signing.ECDSASignature(rawRepresentation: signature)
+            else { return false }
+            return key.isValidSignature(signature, for: signingInput)
+        case "RS256":
+            guard let key = keys.withLock({ $0.rsaVerifying[kid] }) else { return false }
+            return key.isValidSignature(
+                _RSA.Signing.RSASignature(rawRepresentation: signature),
+                for: SHA256.hash(data: signingInput),
+                padding: .insecurePKCS1v1_5
+            )
+        default:
+            return false
+        }
     }
 
     /// Verifies an access token: ES256 by a known key, `iss`, `aud`, `exp`, and its kind: a session (`typ: JWT`, no
@@ -206,6 +278,7 @@ public final class AccessTokenIssuer: Sendable {
 
     private func verifyUncached(_ token: String, now: Date) -> VerifiedAccessToken? {
         guard token.utf8.count <= 4096, let (header, claims) = signedToken(token),
+            header["alg"]?.stringValue == "ES256",
             claims["aud"]?.stringValue == configuration.accessTokenAudience,
             let exp = claims["exp"]?.doubleValue, exp > now.timeIntervalSince1970,
             let iat = claims["iat"]?.doubleValue,
@@ -245,21 +318,34 @@ public final class AccessTokenIssuer: Sendable {
         }
     }
 
-    /// The public keys at `/.well-known/jwks.json`: every key whose tokens may still be valid.
+    /// The public keys at `/.well-known/jwks.json`: every key whose tokens may still be valid, P-256 (ES256) and its
+    /// RSA companion (RS256).
     public func jwks() -> [UInt8] {
         let now = clock.now
         let entries = keys.withLock { keys -> [String] in
-            keys.verifying.compactMap { kid, key in
+            var entries: [String] = []
+            for (kid, key) in keys.verifying {
                 if let retired = keys.retiredAt[kid],
                     now.timeIntervalSince(retired) > configuration.accessTokenLifetime + 60
                 {
-                    return nil
+                    continue
                 }
                 let raw = Array(key.x963Representation)  // 0x04 || x || y
                 let x = Base64URL.encode(raw[1..<33])
                 let y = Base64URL.encode(raw[33..<65])
-                return #"{"kty":"EC","crv":"P-256","alg":"ES256","use":"sig","kid":"\#(kid)","x":"\#(x)","y":"\#(y)"}"#
-            }.sorted()
+                entries.append(
+                    #"{"kty":"EC","crv":"P-256","alg":"ES256","use":"sig","kid":"\#(kid)","x":"\#(x)","y":"\#(y)"}"#
+                )
+                let rsaKid = kid + Self.rsaKidSuffix
+                if let rsa = keys.rsaVerifying[rsaKid], let primitives = try? rsa.getKeyPrimitives() {
+                    let n = Base64URL.encode(Array(primitives.modulus))
+                    let e = Base64URL.encode(Array(primitives.publicExponent))
+                    entries.append(
+                        #"{"kty":"RSA","alg":"RS256","use":"sig","kid":"\#(rsaKid)","n":"\#(n)","e":"\#(e)"}"#
+                    )
+                }
+            }
+            return entries.sorted()
         }
         return Array(#"{"keys":[\#(entries.joined(separator: ","))]}"#.utf8)
     }

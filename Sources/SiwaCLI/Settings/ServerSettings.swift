@@ -425,7 +425,10 @@ struct ServerSettings {
         guard let list = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [Any] else {
             throw problem("expected a JSON array of client objects (docs/oidc.md)")
         }
-        let known: Set<String> = ["id", "secretSHA256", "public", "redirectURIs", "scopes", "postLogoutRedirectURIs"]
+        let known: Set<String> = [
+            "id", "secretSHA256", "public", "redirectURIs", "scopes", "postLogoutRedirectURIs",
+            "idTokenSignedResponseAlg",
+        ]
         var clients: [OpenIDClient] = []
         for (index, element) in list.enumerated() {
             guard let object = element as? [String: Any] else { throw problem("client \(index + 1) is not an object") }
@@ -484,13 +487,25 @@ struct ServerSettings {
                 }
                 scopes = Set(list)
             }
+            var algorithm = OpenIDClient.IDTokenSigningAlgorithm.rs256
+            if let value = object["idTokenSignedResponseAlg"] {
+                guard let name = value as? String, let chosen = OpenIDClient.IDTokenSigningAlgorithm(rawValue: name)
+                else {
+                    throw problem(
+                        "client \(id): \"idTokenSignedResponseAlg\" must be "
+                            + OpenIDClient.IDTokenSigningAlgorithm.allCases.map(\.rawValue).joined(separator: " or ")
+                    )
+                }
+                algorithm = chosen
+            }
             clients.append(
                 OpenIDClient(
                     id: id,
                     secretHash: secretHash,
                     redirectURIs: redirectURIs,
                     scopes: scopes,
-                    postLogoutRedirectURIs: logoutURIs
+                    postLogoutRedirectURIs: logoutURIs,
+                    idTokenSigningAlgorithm: algorithm
                 )
             )
         }
