@@ -215,6 +215,36 @@ struct AdminAPITests {
         }
     }
 
+    /// Behind a trusted proxy whose own entry is not a bare address, the session keeps that entry (read as its address
+    /// when it has a port), never the address a client wrote to its left.
+    @Test func behindAProxyASessionKeepsTheProxysEntryNotOneAClientWroteLeftOfIt() async throws {
+        var configuration = AuthServerConfiguration(authRateLimit: nil, storeRefreshInterval: .milliseconds(200))
+        configuration.trustedProxies = try TrustedProxies(["127.0.0.1"])
+        try await ServerHarness.run(configuration: configuration) { server in
+            let token = try await Self.admin(server)
+            for (index, (forwardedFor, kept)) in [
+                ("203.0.113.66, unknown", "unknown"), ("203.0.113.66, 198.51.100.4:5555", "198.51.100.4"),
+            ].enumerated() {
+                let email = "proxied\(index)@example.com"
+                let credential = try await server.appleCredential(email)
+                let body = try JSONSerialization.data(withJSONObject: [
+                    "identityToken": credential["identityToken"] as? String ?? ""
+                ])
+                let response = try await server.server.execute(
+                    uri: "/auth/apple/native",
+                    method: .post,
+                    headers: [.contentType: "application/json", HTTPField.Name("X-Forwarded-For")!: forwardedFor],
+                    body: ByteBuffer(bytes: body)
+                )
+                #expect(response.status == .ok)
+                let user = try #require(try await server.store.users(email: email).first)
+                let listed = try await server.call(.get, "/admin/api/users/\(user.id)/sessions", bearer: token)
+                let session = try #require((listed.json["sessions"] as? [[String: Any]])?.first)
+                #expect(session["clientAddress"] as? String == kept, "\(forwardedFor)")
+            }
+        }
+    }
+
     @Test func disableRefusesSignInUntilEnabledAndDeleteRevokesAtApple() async throws {
         try await ServerHarness.run { server in
             let token = try await Self.admin(server)

@@ -165,6 +165,36 @@ struct EdgeLimitsTests {
         }
     }
 
+    @Test func aProxyEntryThatIsNotABareAddressKeepsTheClientFromChoosingItsBudget() async throws {
+        try await ServerHarness.run(configuration: try Self.limited(trusting: ["127.0.0.1"])) { harness in
+            // The proxy's own entry is `unknown` (or has a port): a new address on its left must not buy a new budget.
+            for index in 0..<3 {
+                let status = try await Self.post(
+                    harness,
+                    "/auth/apple/nonce",
+                    forwardedFor: "198.51.100.\(index), unknown"
+                )
+                #expect(status == .ok)
+            }
+            let unknown = try await Self.post(harness, "/auth/apple/nonce", forwardedFor: "198.51.100.9, unknown")
+            #expect(unknown == .tooManyRequests, "the client chose its budget left of the proxy's `unknown`")
+            for index in 0..<3 {
+                let status = try await Self.post(
+                    harness,
+                    "/auth/apple/nonce",
+                    forwardedFor: "198.51.100.\(index), 203.0.113.7:4711"
+                )
+                #expect(status == .ok)
+            }
+            let withPort = try await Self.post(
+                harness,
+                "/auth/apple/nonce",
+                forwardedFor: "198.51.100.9, 203.0.113.7:80"
+            )
+            #expect(withPort == .tooManyRequests, "203.0.113.7:port is the client 203.0.113.7")
+        }
+    }
+
     @Test func forwardedHeadersFromAnUntrustedPeerAreIgnored() async throws {
         try await ServerHarness.run(configuration: try Self.limited()) { harness in
             for index in 0..<3 {
@@ -241,5 +271,50 @@ struct TrustedProxiesTests {
         #expect(proxies.clientAddress(peer: "127.0.0.1", headers: [:]) == "127.0.0.1")
         #expect(throws: TrustedProxies.Failure.self) { try TrustedProxies(["10.0.0.0/33"]) }
         #expect(throws: TrustedProxies.Failure.self) { try TrustedProxies(["proxy.internal"]) }
+    }
+
+    /// The right-most hop that is not a trusted proxy is the client whatever its form: an address with a port is read
+    /// as the address, anything else is taken as written, and never an entry a client wrote to its left.
+    @Test func theRightMostUntrustedHopIsTheClientWhateverItsForm() throws {
+        let proxies = try TrustedProxies(["10.0.0.0/8", "127.0.0.1"])
+        let xff = HTTPField.Name("X-Forwarded-For")!
+        let cases: [(String, String)] = [
+            ("203.0.113.50, 198.51.100.7:4711", "198.51.100.7"),
+            ("203.0.113.50, [2001:db8::9]:4711", "2001:db8::9"),
+            ("203.0.113.50, [2001:db8::9]", "2001:db8::9"),
+            ("203.0.113.50, 2001:db8::9", "2001:db8::9"),
+            ("203.0.113.50, unknown", "unknown"),
+            ("203.0.113.50, _hidden", "_hidden"),
+            ("203.0.113.50, not an address", "not an address"),
+            ("203.0.113.50, 198.51.100.7:4711, 10.0.0.2:5555", "198.51.100.7"),
+            ("203.0.113.50, 198.51.100.7, 10.0.0.2", "198.51.100.7"),
+            ("203.0.113.50,, 198.51.100.7", "198.51.100.7"),
+        ]
+        for (header, client) in cases {
+            #expect(proxies.clientAddress(peer: "10.0.0.1", headers: [xff: header]) == client, "\(header)")
+        }
+        // Across header lines, the last line holds the right-most hops.
+        var lines = HTTPFields()
+        lines.append(HTTPField(name: xff, value: "203.0.113.50"))
+        lines.append(HTTPField(name: xff, value: "unknown"))
+        #expect(proxies.clientAddress(peer: "10.0.0.1", headers: lines) == "unknown")
+
+        let rfc7239 = try TrustedProxies(["10.0.0.0/8", "127.0.0.1"], header: .forwarded)
+        let forwarded = HTTPField.Name("Forwarded")!
+        let elements: [(String, String)] = [
+            (#"for=203.0.113.50, for=_hidden"#, "_hidden"),
+            (#"for=203.0.113.50, for="_hidden""#, "_hidden"),
+            (#"for=203.0.113.50, for=unknown"#, "unknown"),
+            (#"for=203.0.113.50, for="[2001:db8::1]:4711""#, "2001:db8::1"),
+            (#"for=203.0.113.50, for="198.51.100.7:4711";proto=https"#, "198.51.100.7"),
+            (#"for=203.0.113.50, For=198.51.100.7"#, "198.51.100.7"),
+            (#"for=203.0.113.50, for="198.51.100.7:_port", for=10.0.0.2"#, "198.51.100.7"),
+            (#"for=203.0.113.50, for=_hidden;by=10.0.0.2, for="10.0.0.3:8080""#, "_hidden"),
+        ]
+        for (header, client) in elements {
+            #expect(rfc7239.clientAddress(peer: "127.0.0.1", headers: [forwarded: header]) == client, "\(header)")
+        }
+        // Every hop trusted: the left-most one.
+        #expect(proxies.clientAddress(peer: "10.0.0.1", headers: [xff: "10.0.0.3, 10.0.0.2:80"]) == "10.0.0.3")
     }
 }
