@@ -76,7 +76,8 @@ public struct AuthServerConfiguration: Sendable {
         /// Connections open at once; more are closed as soon as they are accepted (default 2,048). siwa raises its
         /// descriptor limit to the hard limit at start-up and keeps this well below it.
         public var maximumConnections = 2_048
-        /// Connections open at once from one client address (trusted proxies excepted; default 64).
+        /// Connections open at once from one client address, counting an IPv6 address as its /64 as the rate limits do
+        /// (trusted proxies excepted; default 64).
         public var maximumConnectionsPerAddress = 64
         /// Time from a request's first byte to its complete head (default 10 s). A connection that sends nothing is
         /// closed by the idle timeout instead.

@@ -9,7 +9,8 @@ import Synchronization
 ///
 /// One ``ConnectionLimiter`` is shared by every connection; each connection gets its own ``ConnectionGuard`` handler,
 /// which sits after Hummingbird's HTTP decoder and sees request heads and bodies as they complete:
-/// - over the total cap, or over the cap of its client address, a new connection is closed at once (never queued);
+/// - over the total cap, or over the cap of its client address (an IPv6 address's /64: ``ClientKey``), a new
+///   connection is closed at once (never queued);
 /// - a request head must be complete within ``AuthServerConfiguration/ConnectionLimits/requestHeadTimeout`` of its
 ///   first byte, and its body within ``AuthServerConfiguration/ConnectionLimits/requestBodyTimeout`` of its head: a
 ///   client that trickles one byte at a time within the idle timeout is closed all the same.
@@ -30,9 +31,10 @@ final class ConnectionLimiter: Sendable {
         self.trustedProxies = trustedProxies
     }
 
-    /// The per-address key of a peer: its address, or `nil` for a trusted proxy (no per-address cap) or no address.
+    /// The per-address key of a peer: its ``ClientKey`` (as the rate limits count it: an IPv6 peer by its /64), or
+    /// `nil` for a trusted proxy (no per-address cap) or no address.
     func capKey(of address: String?) -> String? {
-        address.flatMap { trustedProxies.contains($0) ? nil : $0 }
+        address.flatMap { trustedProxies.contains($0) ? nil : ClientKey.of($0) }
     }
 
     /// Counts a new connection in; `false` (and nothing counted) when it is over a cap.

@@ -101,15 +101,9 @@ struct RateLimitMiddleware: RouterMiddleware {
         }
     }
 
-    /// The bucket of a client address: an IPv4 address, or the /64 of an IPv6 one (the block a subscriber usually
-    /// holds whole, so that walking through it buys no new budget).
+    /// The bucket of a client address: its ``ClientKey`` (an IPv4 address, or the /64 of an IPv6 one).
     static func bucketKey(_ address: String?) -> String {
-        guard let address else { return "unknown" }
-        guard let bytes = TrustedProxies.parse(address), bytes.count == 16 else { return address }
-        let groups = stride(from: 0, to: 8, by: 2).map {
-            String(UInt16(bytes[$0]) << 8 | UInt16(bytes[$0 + 1]), radix: 16)
-        }
-        return groups.joined(separator: ":") + "::/64"
+        address.map(ClientKey.of) ?? "unknown"
     }
 
     /// Whether `path` has an empty segment (`//`) or a trailing slash, other than the path `/` itself. Read byte by

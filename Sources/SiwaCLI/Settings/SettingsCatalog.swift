@@ -267,7 +267,9 @@ enum SettingsCatalog {
                     key: "maxConnectionsPerAddress",
                     variable: "SIWA_MAX_CONNECTIONS_PER_ADDRESS",
                     defaultValue: "64",
-                    meaning: "Connections open at once from one client address (trusted proxies excepted)."
+                    meaning:
+                        "Connections open at once from one client address, an IPv6 address's /64 (trusted proxies "
+                        + "excepted)."
                 ),
                 .init(
                     key: "requestHeadTimeout",
