@@ -19,6 +19,8 @@ public import NIOCore
 ///   - host: address to listen on.
 ///   - port: port (0 for any free one).
 ///   - logger: request and event logs (never tokens).
+///   - tls: serve https with this certificate (answers then carry `Strict-Transport-Security`, see
+///     ``AuthServerConfiguration/hstsMaxAge``); `nil` for plain http.
 ///   - onServerRunning: called once the port is bound and the server accepts connections.
 public func buildApplication(
     configuration: AuthServerConfiguration,
@@ -137,6 +139,10 @@ func assembleApplication(
         access: ServiceStackController.tokenCookie, refresh: ServiceStackController.refreshCookie
     )
     let router = Router(context: SiwaRequestContext.self)
+    // First, so that the errors the next one answers carry it too.
+    if tls != nil, let maxAge = configuration.hstsMaxAge {
+        router.add(middleware: StrictTransportSecurityMiddleware(maxAge: maxAge))
+    }
     router.add(middleware: NoSniffMiddleware())
     if let metrics { router.add(middleware: MetricsMiddleware(metrics: metrics)) }
     router.add(middleware: RequestLogMiddleware())

@@ -126,4 +126,28 @@ struct ReverseProxyTests {
             }
         }
     }
+
+    /// nginx terminating TLS with `docs/deployment/nginx-tls.conf` sends HSTS; siwa behind it, on plain http, does not
+    /// add a second one.
+    @Test func nginxTerminatingTLSSendsHSTSOnce() async throws {
+        let folder = try TemporaryFolder("siwa-nginx-hsts")
+        let files = try await StrictTransportSecurityTests.certificate(in: folder)
+        try await ServerHarness.run { harness in
+            let upstream = try #require(harness.serverURL.split(separator: ":").last.flatMap { Int($0) })
+            try await Self.withNginx(upstreamPort: upstream, tls: files) { port in
+                for (method, path) in [("GET", "/healthz"), ("GET", "/nowhere"), ("POST", "/auth/refresh")] {
+                    let answer = try await StrictTransportSecurityTests.hsts(
+                        method,
+                        "https://127.0.0.1:\(port)\(path)",
+                        trusting: files.certificate
+                    )
+                    #expect(
+                        answer.values == ["max-age=31536000"],
+                        "\(method) \(path) (\(String(describing: answer.status)))"
+                    )
+                }
+            }
+            withExtendedLifetime(folder) {}
+        }
+    }
 }

@@ -68,6 +68,12 @@ struct ServeTLSTests {
         ])
         #expect(plainPublicURL.status == 2)
         #expect(plainPublicURL.stderr.contains("SIWA_PUBLIC_URL"))
+        let fractionalHSTS = try await serve([
+            "SIWA_TLS_CERTIFICATE_FILE": first.certificate, "SIWA_TLS_KEY_FILE": first.key,
+            "SIWA_TLS_HSTS_MAX_AGE": "1.5",
+        ])
+        #expect(fractionalHSTS.status == 2)
+        #expect(fractionalHSTS.stderr.contains("SIWA_TLS_HSTS_MAX_AGE"), "\(fractionalHSTS.stderr)")
         #expect(!FileManager.default.fileExists(atPath: folder.url.appendingPathComponent("s.sqlite").path))
     }
 
@@ -96,7 +102,8 @@ struct ServeTLSTests {
     /// Starts `siwa serve` with `live` as its certificate; stop it with `terminate`.
     private func startServer(
         _ live: (certificate: String, key: String),
-        reloadInterval: Int
+        reloadInterval: Int,
+        settings: [String: String] = [:]
     ) async throws -> (ChildProcess, port: Int, log: String) {
         try SiwaProcess.startServe(
             in: folder,
@@ -104,7 +111,7 @@ struct ServeTLSTests {
                 "SIWA_BUNDLE_IDS": "com.example.app", "SIWA_DATABASE_PATH": "s.sqlite",
                 "SIWA_TLS_CERTIFICATE_FILE": live.certificate, "SIWA_TLS_KEY_FILE": live.key,
                 "SIWA_TLS_RELOAD_INTERVAL": String(reloadInterval),
-            ]
+            ].merging(settings) { $1 }
         )
     }
 
@@ -149,5 +156,46 @@ struct ServeTLSTests {
         try #require(try await waitUntilPresented("current", port: port), "siwa serve did not serve https")
         try renew(live, with: renewed)
         #expect(try await waitUntilPresented("next", port: port), "the changed files were not read")
+    }
+
+    /// The `Strict-Transport-Security` values of `GET /healthz` over https from the server on `port`, which presents
+    /// `certificate` (trusted alone).
+    private func hsts(port: Int, certificate: String) async throws -> [String] {
+        let (status, out, errors) = try await runChildProcess(
+            "/usr/bin/curl",
+            arguments: [
+                "--silent", "--show-error", "--output", "/dev/null", "--dump-header", "-", "--cacert", certificate,
+                "--max-time", "10", "https://127.0.0.1:\(port)/healthz",
+            ]
+        )
+        try #require(status == 0, "curl: \(String(decoding: errors, as: UTF8.self))")
+        return String(decoding: out, as: UTF8.self).split(separator: "\r\n").compactMap { line in
+            let parts = line.split(separator: ":", maxSplits: 1)
+            guard parts.count == 2, parts[0].lowercased() == "strict-transport-security" else { return nil }
+            return parts[1].trimmingCharacters(in: .whitespaces)
+        }
+    }
+
+    @Test(
+        .enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/curl"), "curl is not installed"),
+        arguments: [(nil, ["max-age=31536000"]), ("600", ["max-age=600"]), ("0", [])] as [(String?, [String])]
+    )
+    func httpsAnswersCarryHSTSUnlessItIsSetOff(maxAge: String?, expected: [String]) async throws {
+        let name = "hsts-\(maxAge ?? "default")"
+        let live = try await certificate(name)
+        let (server, port, log) = try await startServer(
+            live,
+            reloadInterval: 30,
+            settings: maxAge.map { ["SIWA_TLS_HSTS_MAX_AGE": $0] } ?? [:]
+        )
+        defer {
+            server.terminate(signal: SIGTERM)
+            _ = server.waitForExit()
+        }
+        try #require(
+            try await waitUntilPresented(name, port: port),
+            "siwa serve did not serve https: \((try? String(contentsOfFile: log, encoding: .utf8)) ?? "")"
+        )
+        #expect(try await hsts(port: port, certificate: live.certificate) == expected)
     }
 }

@@ -65,6 +65,10 @@ public struct AuthServerConfiguration: Sendable {
     public var maximumSessionsPerIdentityToken = 3
     /// Web flows one client address may start per state lifetime (the flow states it can make the server keep).
     public var maximumFlowsPerClient = 30
+    /// Seconds browsers keep to https for this host, sent as `Strict-Transport-Security: max-age=…` on every answer
+    /// when siwa serves https itself (default a year; `nil`: not sent). On plain http it is never sent: behind a proxy
+    /// that terminates TLS, the proxy sends it.
+    public var hstsMaxAge: Int? = 31_536_000
     /// How often the server's own TLS certificate files are checked for a renewal (SIGHUP reloads at once).
     public var tlsReloadInterval: Duration = .seconds(30)
     /// How often the data-key file is checked for a change (SIGHUP, and sealed data naming a key the server lacks,

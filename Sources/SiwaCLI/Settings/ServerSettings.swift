@@ -298,6 +298,16 @@ struct ServerSettings {
         if let seconds = try number("SIWA_TLS_RELOAD_INTERVAL", 1...86_400) {
             settings.server.tlsReloadInterval = .milliseconds(Int64(seconds * 1000))
         }
+        // Whole seconds: the header's max-age takes no fraction.
+        if let seconds = try number("SIWA_TLS_HSTS_MAX_AGE", 0...63_072_000) {
+            guard seconds == seconds.rounded() else {
+                throw Problem(
+                    variable: "SIWA_TLS_HSTS_MAX_AGE",
+                    fix: "expected whole seconds, got '\(Self.plain(seconds))'"
+                )
+            }
+            settings.server.hstsMaxAge = seconds == 0 ? nil : Int(seconds)
+        }
         let certificate = value("SIWA_TLS_CERTIFICATE_FILE")
         let key = value("SIWA_TLS_KEY_FILE")
         guard certificate != nil || key != nil else { return }

@@ -79,6 +79,15 @@ enum SettingsCatalog {
                     defaultValue: "30",
                     meaning: "Seconds between checks for a renewed certificate (SIGHUP reloads at once)."
                 ),
+                .init(
+                    key: "tls.hstsMaxAge",
+                    variable: "SIWA_TLS_HSTS_MAX_AGE",
+                    defaultValue: "31536000",
+                    meaning:
+                        "Seconds browsers keep to https (`Strict-Transport-Security: max-age=…` on every answer) when "
+                        + "siwa serves https itself; 0: not sent. Behind a proxy that terminates TLS, the proxy sends "
+                        + "it (docs/deployment/nginx-tls.conf)."
+                ),
             ]
         ),
         (
