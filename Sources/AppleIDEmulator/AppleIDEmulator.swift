@@ -10,6 +10,7 @@ public struct AppleIDEmulator: Sendable {
     let state: EmulatorState
     let delivery: (any NotificationDelivery)?
     let logger: Logger
+    let hostNames: EmulatorHostNames
 
     /// - Parameters:
     ///   - configuration: teams, keys and clients.
@@ -32,6 +33,7 @@ public struct AppleIDEmulator: Sendable {
         )
         self.delivery = delivery
         self.logger = logger
+        self.hostNames = EmulatorHostNames(configuration)
     }
 
     /// The emulator as a Hummingbird application listening on `host:port`.

@@ -43,17 +43,30 @@ public struct EmulatorConfiguration: Codable, Sendable {
     public var keyGracePeriod: TimeInterval
     /// How long an injected `timeout` fault holds a request.
     public var faultHangDuration: TimeInterval
+    /// The host names, besides loopback ones and the issuer's host, that the console and the control API answer to:
+    /// the names the emulator is reached by in a container or on another host (`emulator`, `apple.ci.internal`).
+    ///
+    /// - Warning: a name whose DNS someone else controls lets their pages read and drive the emulator (DNS rebinding).
+    public var hostNames: [String]
 
+    /// - Parameters:
+    ///   - teams: the developer teams, their keys and clients.
+    ///   - issuer: the `iss` of tokens; its host is one of the emulator's own names.
+    ///   - keyGracePeriod: how long a rotated-out signing key stays in the key set.
+    ///   - faultHangDuration: how long an injected `timeout` fault holds a request.
+    ///   - hostNames: the names besides loopback that the console and the control API answer to.
     public init(
         teams: [Team],
         issuer: String = "https://appleid.apple.com",
         keyGracePeriod: TimeInterval = 3600,
-        faultHangDuration: TimeInterval = 30
+        faultHangDuration: TimeInterval = 30,
+        hostNames: [String] = []
     ) {
         self.teams = teams
         self.issuer = issuer
         self.keyGracePeriod = keyGracePeriod
         self.faultHangDuration = faultHangDuration
+        self.hostNames = hostNames
     }
 
     public init(from decoder: any Decoder) throws {
@@ -62,6 +75,7 @@ public struct EmulatorConfiguration: Codable, Sendable {
         self.issuer = try container.decodeIfPresent(String.self, forKey: .issuer) ?? "https://appleid.apple.com"
         self.keyGracePeriod = try container.decodeIfPresent(TimeInterval.self, forKey: .keyGracePeriod) ?? 3600
         self.faultHangDuration = try container.decodeIfPresent(TimeInterval.self, forKey: .faultHangDuration) ?? 30
+        self.hostNames = try container.decodeIfPresent([String].self, forKey: .hostNames) ?? []
     }
 
     /// The demo setup `siwa emulator` and `siwa demo` use with no configuration: one team whose key is `key`, a bundle

@@ -27,6 +27,17 @@ struct EmulatorCommand: AsyncParsableCommand {
     @Option(help: "Port to listen on.")
     var port = 9090
 
+    @Option(
+        name: .customLong("allowed-host"),
+        help: ArgumentHelp(
+            "A host name besides loopback that the console and control API answer to (repeatable).",
+            discussion: "The name the emulator is reached by in a container or from another host; any other name is "
+                + "refused (421), so that a site cannot point a name of its own at this machine and drive it.",
+            valueName: "name"
+        )
+    )
+    var allowedHosts: [String] = []
+
     @Option(help: "A JSON file registering teams, keys and clients (EmulatorConfiguration).")
     var config: String?
 
@@ -39,7 +50,7 @@ struct EmulatorCommand: AsyncParsableCommand {
     func run() async throws {
         var logger = Logger(label: "siwa.emulator")
         logger.logLevel = .info
-        let configuration: EmulatorConfiguration
+        var configuration: EmulatorConfiguration
         var banner = ""
         if let config {
             guard let data = FileManager.default.contents(atPath: config) else {
@@ -58,6 +69,7 @@ struct EmulatorCommand: AsyncParsableCommand {
             configuration = .demo(key: key, serverURL: serverURL)
             banner = Self.demoSettings(keyFile: keyFile, host: host, port: port) + "\n"
         }
+        configuration.hostNames += allowedHosts
         let emulator = try await AppleIDEmulator(
             configuration: configuration,
             delivery: HTTPNotificationDelivery(),

@@ -39,9 +39,11 @@ struct EmulatorHarness: Sendable {
         var all: [[UInt8]] { bodies.withLock { $0 } }
     }
 
-    /// Runs `body` against a fresh emulator (and receiver). `stateFile` keeps state across two runs.
+    /// Runs `body` against a fresh emulator (and receiver). `stateFile` keeps state across two runs; `hostNames` are
+    /// the emulator's names besides loopback.
     static func run(
         stateFile: String? = nil,
+        hostNames: [String] = [],
         teamKey: P256.Signing.PrivateKey = P256.Signing.PrivateKey(),
         clock: ManualWallClock = ManualWallClock(Date()),
         _ body: @escaping @Sendable (EmulatorHarness) async throws -> Void
@@ -80,7 +82,8 @@ struct EmulatorHarness: Sendable {
                     ),
                 ],
                 keyGracePeriod: 600,
-                faultHangDuration: 1.5
+                faultHangDuration: 1.5,
+                hostNames: hostNames
             )
             let emulator = try await AppleIDEmulator(
                 configuration: configuration,

@@ -53,4 +53,42 @@ struct EmulatorCommandTests {
             #expect(printed.contains("SIWA_APPLE_BASE_URL=http://127.0.0.1:\(port)"))
         }
     }
+
+    @Test func theConsoleAnswersOnlyLoopbackAndTheHostNamesItIsGiven() async throws {
+        try await withTemporaryFolder("siwa-emu-hosts") { folder in
+            let port = Int.random(in: 10_000...19_999)
+            let log = folder.url.appendingPathComponent("emulator.log").path
+            let process = try ChildProcess(
+                SiwaProcess.executable.path,
+                arguments: ["emulator", "--port", String(port), "--allowed-host", "emulator.test"],
+                directory: folder.path,
+                stdout: log,
+                stderr: log
+            )
+            defer { process.terminate() }
+            var started = false
+            for _ in 0..<100 {
+                if try await Self.status(port: port, path: "/auth/keys", host: nil) == 200 {
+                    started = true
+                    break
+                }
+                try await Task.sleep(for: .milliseconds(100))
+            }
+            try #require(started, "\((try? String(contentsOfFile: log, encoding: .utf8)) ?? "")")
+            #expect(try await Self.status(port: port, path: "/", host: "127.0.0.1:\(port)") == 200)
+            #expect(try await Self.status(port: port, path: "/", host: "emulator.test:\(port)") == 200)
+            #expect(try await Self.status(port: port, path: "/emulator/log", host: "emulator.test:\(port)") == 200)
+            // Any other name may be an attacker's rebound to this machine.
+            #expect(try await Self.status(port: port, path: "/", host: "attacker.example:\(port)") == 421)
+            #expect(try await Self.status(port: port, path: "/emulator/log", host: "attacker.example:\(port)") == 421)
+        }
+    }
+
+    /// The status of a GET to the emulator on 127.0.0.1, sent with `host` as its `Host` header when given.
+    private static func status(port: Int, path: String, host: String?) async throws -> Int? {
+        var request = URLRequest(url: URL(string: "http://127.0.0.1:\(port)\(path)")!)
+        if let host { request.setValue(host, forHTTPHeaderField: "Host") }
+        guard let (_, response) = try? await URLSession.shared.data(for: request) else { return nil }
+        return (response as? HTTPURLResponse)?.statusCode
+    }
 }

@@ -309,6 +309,19 @@ enum ConsolePage {
         )
     }
 
+    /// The answer to a request for a host name that is not the emulator's own; no link, as none would be answered.
+    static func misdirected() -> String {
+        page(
+            title: "Emulator console: not this host name",
+            body: """
+                <h1>Not this host name</h1>
+                <p>The emulator answers only to loopback names (<code>localhost</code>, <code>127.0.0.1</code>, \
+                <code>[::1]</code>) and the host names it is given (<code>siwa emulator --allowed-host NAME</code>, or \
+                <code>hostNames</code> in <code>--config</code>): another name may be a site's pointed at this machine.</p>
+                """
+        )
+    }
+
     // MARK: Log
 
     /// The log table, newest first, filtered by event kind and client id.

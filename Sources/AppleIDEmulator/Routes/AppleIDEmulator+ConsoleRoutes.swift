@@ -6,9 +6,11 @@ import NIOCore
 extension AppleIDEmulator {
     /// The console for developers in a browser: the overview at `GET /` and its forms under `POST /console/…`
     /// (`application/x-www-form-urlencoded`). The forms do what the control API does, through the same functions;
-    /// they answer a page to read (a credential, a delivery) or 303 back to `/`. A post from another site is refused.
+    /// they answer a page to read (a credential, a delivery) or 303 back to `/`. A post from another site is refused,
+    /// and so is every request for a host name that is not the emulator's own.
     func addConsoleRoutes(to router: Router<BasicRequestContext>) {
-        router.get("/") { _, _ -> Response in
+        let hostCheck = EmulatorHostCheck<BasicRequestContext>(hostNames: hostNames, answer: .consolePage)
+        router.group().add(middleware: hostCheck).get("/") { _, _ -> Response in
             let model = ConsolePage.Model(
                 teams: state.configuration.teams,
                 appleIDs: await state.appleIDRecords(),
@@ -19,7 +21,7 @@ extension AppleIDEmulator {
             return Self.consoleHTML(.ok, ConsolePage.home(model))
         }
 
-        let console = router.group("/console").add(middleware: ConsoleOriginCheck())
+        let console = router.group("/console").add(middleware: hostCheck).add(middleware: ConsoleOriginCheck())
 
         console.post("/native-sign-in") { request, _ -> Response in
             try await Self.consoleAction {

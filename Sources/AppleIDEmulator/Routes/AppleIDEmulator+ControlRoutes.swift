@@ -3,9 +3,12 @@ import HTTPTypes
 import Hummingbird
 
 extension AppleIDEmulator {
-    /// The control API for tests and developers, JSON in and out; errors are `{"error", "message"}`.
+    /// The control API for tests and developers, JSON in and out; errors are `{"error", "message"}`. It answers only
+    /// the emulator's own host names, and refuses browsers on other sites and bodies that are not JSON.
     func addControlRoutes(to router: Router<BasicRequestContext>) {
         let control = router.group("/emulator")
+            .add(middleware: EmulatorHostCheck(hostNames: hostNames, answer: .controlJSON))
+            .add(middleware: ControlAPIRequestCheck())
 
         control.post("/native-sign-in") { request, context -> Response in
             let input = try await Self.decodeJSON(NativeSignInRequest.self, request, context)

@@ -5,8 +5,9 @@ import Hummingbird
 /// of localhost included) must not rotate keys, revoke consent or sign in through a developer's open emulator.
 ///
 /// A browser names where a post comes from: `Sec-Fetch-Site` must be `same-origin` (or `none`: typed by the user), and
-/// `Origin` must be the emulator's own, the scheme and the `Host` the request was sent to. A request with neither
-/// header is not from a browser (a script, curl) and passes, as the JSON control API does.
+/// `Origin` must be the emulator's own, the scheme and the `Host` the request was sent to (a `Host` that is not one of
+/// the emulator's names is refused before, by ``EmulatorHostCheck``). A request with neither header is not from a
+/// browser (a script, curl) and passes; the control API checks the same (``ControlAPIRequestCheck``).
 struct ConsoleOriginCheck<Context: RequestContext>: RouterMiddleware {
     func handle(
         _ request: Request,
