@@ -49,13 +49,16 @@ enum SQLiteStatements {
         """
 
     /// A refresh token's rotation: the presented hash, the next hash, now, and the next token's issue and expiry
-    /// times. Its one row names the successor's session and user, or holds NULLs when nothing rotated.
+    /// times. Its one row names the successor's session and user, or holds NULLs when nothing rotated. The successor
+    /// must be the one this statement inserted (its issue time is this rotation's): siwa derives successors from the
+    /// presented token, so a token presented again names a successor that a rotation before it already stored, and
+    /// finding that one current must not pass for a rotation.
     static let refreshRotation = """
         INSERT INTO refresh_rotations (presented_hash, next_hash, now, issued_at, expires_at)
         VALUES (?1, ?2, ?3, ?4, ?5)
         RETURNING
-            (SELECT session_id FROM refresh_tokens WHERE hash = ?2 AND used_at IS NULL) AS session_id,
-            (SELECT user_id FROM refresh_tokens WHERE hash = ?2 AND used_at IS NULL) AS user_id
+            (SELECT session_id FROM refresh_tokens WHERE hash = ?2 AND used_at IS NULL AND issued_at = ?4) AS session_id,
+            (SELECT user_id FROM refresh_tokens WHERE hash = ?2 AND used_at IS NULL AND issued_at = ?4) AS user_id
         """
 
     /// Created on the writer's connection when it opens (temporary objects belong to their connection).

@@ -3267,11 +3267,12 @@ enum OpenAPIDocument {
           "oidc"
         ],
         "summary": "UserInfo endpoint",
-        "description": "The access token's user with the claims its scope grants: the token as a bearer token or as the form's `access_token` (RFC 6750 §2.2); 401 with `WWW-Authenticate: Bearer` otherwise.",
+        "description": "The access token's user with the claims its scope grants: the token as a bearer token or, instead, as the form's `access_token` (RFC 6750 §2.2; OpenAPI has no security scheme for a body field, hence the empty alternative); one way per request. 401 with `WWW-Authenticate: Bearer` otherwise.",
         "security": [
           {
             "bearer": []
-          }
+          },
+          {}
         ],
         "requestBody": {
           "required": false,
@@ -4044,40 +4045,77 @@ enum OpenAPIDocument {
           "keys": {
             "type": "array",
             "items": {
-              "type": "object",
-              "required": [
-                "kty",
-                "crv",
-                "alg",
-                "use",
-                "kid",
-                "x",
-                "y"
-              ],
-              "properties": {
-                "kty": {
-                  "const": "EC"
+              "description": "A P-256 key (access tokens, ES256 ID tokens) or its RSA companion (RS256 ID tokens, kid `<kid>.rs`).",
+              "oneOf": [
+                {
+                  "type": "object",
+                  "required": [
+                    "kty",
+                    "crv",
+                    "alg",
+                    "use",
+                    "kid",
+                    "x",
+                    "y"
+                  ],
+                  "properties": {
+                    "kty": {
+                      "const": "EC"
+                    },
+                    "crv": {
+                      "const": "P-256"
+                    },
+                    "alg": {
+                      "const": "ES256"
+                    },
+                    "use": {
+                      "const": "sig"
+                    },
+                    "kid": {
+                      "type": "string"
+                    },
+                    "x": {
+                      "type": "string"
+                    },
+                    "y": {
+                      "type": "string"
+                    }
+                  },
+                  "additionalProperties": false
                 },
-                "crv": {
-                  "const": "P-256"
-                },
-                "alg": {
-                  "const": "ES256"
-                },
-                "use": {
-                  "const": "sig"
-                },
-                "kid": {
-                  "type": "string"
-                },
-                "x": {
-                  "type": "string"
-                },
-                "y": {
-                  "type": "string"
+                {
+                  "type": "object",
+                  "required": [
+                    "kty",
+                    "alg",
+                    "use",
+                    "kid",
+                    "n",
+                    "e"
+                  ],
+                  "properties": {
+                    "kty": {
+                      "const": "RSA"
+                    },
+                    "alg": {
+                      "const": "RS256"
+                    },
+                    "use": {
+                      "const": "sig"
+                    },
+                    "kid": {
+                      "type": "string"
+                    },
+                    "n": {
+                      "type": "string"
+                    },
+                    "e": {
+                      "type": "string"
+                    }
+                  },
+                  "additionalProperties": false
                 }
-              },
-              "additionalProperties": false
+              ]
             }
           }
         },
@@ -5053,7 +5091,10 @@ enum OpenAPIDocument {
           "id_token_signing_alg_values_supported": {
             "type": "array",
             "items": {
-              "type": "string"
+              "enum": [
+                "RS256",
+                "ES256"
+              ]
             }
           },
           "code_challenge_methods_supported": {

@@ -73,6 +73,10 @@ public enum AccountStoreConformance {
                 reuseWithinGraceRotatesAgain
             ),
             Check(
+                "a rotated token presented after the grace window naming its stored successor is reuse",
+                reuseNamingTheStoredSuccessorIsReuse
+            ),
+            Check(
                 "10 presentations of a used token within the grace window leave one current token",
                 concurrentPresentationsWithinGraceLeaveOneChain
             ),
@@ -463,6 +467,38 @@ public enum AccountStoreConformance {
                 reuseGrace: 5
             ) == .revoked(sessionID: session, userID: user.id),
             "reuse revoked the whole session, the replacement included"
+        )
+    }
+
+    /// siwa derives a token's successor from it, so a rotated token presented again after the grace window names
+    /// the successor its first rotation stored, still current: that is reuse all the same, not a rotation.
+    static func reuseNamingTheStoredSuccessorIsReuse(_ store: any AccountStore) async throws {
+        let user = try await store.signIn(Fixture.facts(), now: Fixture.time(0)).user
+        let session = SessionID()
+        let first = Fixture.refreshToken(session, user.id)
+        try await store.createSession(firstToken: first, now: Fixture.time(0))
+        let second = Fixture.refreshToken(session, user.id, issuedAt: Fixture.time(1_000))
+        #expect(
+            try await store.rotateRefreshToken(
+                presentedHash: first.hash,
+                next: second,
+                now: Fixture.time(1_000),
+                reuseGrace: 5
+            ) == .rotated(sessionID: session, userID: user.id)
+        )
+        var again = second
+        again.issuedAt = Fixture.time(9_000)
+        let late = try await store.rotateRefreshToken(
+            presentedHash: first.hash,
+            next: again,
+            now: Fixture.time(9_000),
+            reuseGrace: 5
+        )
+        #expect(late == .reused(sessionID: session, userID: user.id), "\(late)")
+        #expect(
+            try await store.checkRefreshToken(presentedHash: second.hash, now: Fixture.time(9_000))
+                == .revoked(sessionID: session, userID: user.id),
+            "reuse revoked the session, the successor included"
         )
     }
 

@@ -97,6 +97,14 @@ struct OpenIDRefreshTests {
             let byForm = try await harness.browser(.post, "/oauth/userinfo", form: [("access_token", access)])
             #expect(byForm.status == .ok, "\(byForm.body)")
             #expect(byForm.body.contains("\"sub\""))
+            // One way per request (RFC 6750 §2): an Authorization header that is no bearer token is not passed over.
+            let twoWays = try await harness.browser(
+                .post,
+                "/oauth/userinfo",
+                form: [("access_token", access)],
+                headers: [.authorization: "Basic cnAtYTpzZWNyZXQ="]
+            )
+            #expect(twoWays.status == .unauthorized, "\(twoWays.body)")
             let forged = try await harness.browser(.post, "/oauth/userinfo", form: [("access_token", "forged")])
             #expect(forged.status == .unauthorized)
             #expect(forged.headers[.wwwAuthenticate]?.contains("invalid_token") == true)

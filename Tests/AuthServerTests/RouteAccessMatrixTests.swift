@@ -182,7 +182,8 @@ struct RouteAccessMatrixTests {
                     }
                     cells.append("`\(symbols)`")
                 }
-                let refusal = access.readsAccessToken ? access.refusal.name : "–"
+                // An optional credential's refusal is the handler's, in its route's own shape.
+                let refusal = !access.readsAccessToken ? "–" : access.required ? access.refusal.name : "the handler's"
                 rows.append("| `\(route)` | \(access) | \(refusal) | \(cells.joined(separator: " | ")) |")
             }
             #expect(

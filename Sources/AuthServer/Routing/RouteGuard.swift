@@ -84,6 +84,16 @@ struct RouteGuard: Sendable {
             if let form = FormURLEncoding.decode(body.readableBytesView), let token = form["access_token"],
                 !token.isEmpty
             {
+                // RFC 6750 §2: one way per request. An Authorization header that is no bearer token (an invalid one,
+                // or another scheme) must not be passed over for the form's token.
+                guard request.headers[.authorization] == nil else {
+                    return .refused(
+                        AuthServerError.unauthorized(
+                            AuthServerError.Code.invalidToken,
+                            "send the access token one way: the Authorization header or the form's access_token"
+                        )
+                    )
+                }
                 return identify(token, via: .formField)
             }
         }
