@@ -59,8 +59,12 @@ struct OpenAPIDocumentTests {
         return routes
     }
 
-    @Test func everyRouteTheServerRegistersIsDocumentedAndNoOther() async throws {
-        let (configuration, apple) = try Self.everyFeature()
+    /// The application `configuration` builds, with the routes its router registered and the access of each, on an
+    /// in-memory store (nothing is served).
+    static func assemble(
+        _ configuration: AuthServerConfiguration,
+        apple: AppleSignInConfiguration
+    ) async throws -> (routes: [RegisteredRoute], policies: [RegisteredRoute: RouteAccess]) {
         let built = try await assembleApplication(
             configuration: configuration,
             apple: apple,
@@ -74,6 +78,12 @@ struct OpenAPIDocumentTests {
             tls: nil,
             onServerRunning: { _ in }
         )
+        return (built.routes, built.policies)
+    }
+
+    @Test func everyRouteTheServerRegistersIsDocumentedAndNoOther() async throws {
+        let (configuration, apple) = try Self.everyFeature()
+        let built = try await Self.assemble(configuration, apple: apple)
         let registered = Set(built.routes.map(\.description))
         #expect(registered.count > 50, "the router's routes were read (\(registered.count))")
         let documented = try Self.documentedRoutes()

@@ -78,21 +78,12 @@ struct RouteAccessMatrixTests {
     static func declared(
         _ configuration: AuthServerConfiguration
     ) async throws -> (routes: [RegisteredRoute], policies: [RegisteredRoute: RouteAccess]) {
-        let built = try await assembleApplication(
-            configuration: configuration,
+        let built = try await OpenAPIDocumentTests.assemble(
+            configuration,
             apple: try AppleSignInConfiguration(
                 bundleIDs: [ClientID(ServerHarness.bundleID)],
                 servicesID: ClientID(ServerHarness.servicesID)
-            ),
-            store: InMemoryAccountStore(),
-            transport: StubTransport(),
-            sealer: DataSealer(key: SymmetricKey(size: .bits256)),
-            clock: ManualWallClock(Date()),
-            host: "127.0.0.1",
-            port: 0,
-            logger: Logger(label: "test"),
-            tls: nil,
-            onServerRunning: { _ in }
+            )
         )
         return (built.routes, built.policies)
     }

@@ -25,6 +25,8 @@ public final class AccessTokenIssuer: Sendable {
     private struct OpenedKey {
         var ec: P256.Signing.PrivateKey
         var rsa: _RSA.Signing.PrivateKey?
+        /// Its public keys as the key set publishes them, written once when the key is opened.
+        var publicJWKs: [String] = []
     }
 
     private struct Keys {
@@ -120,7 +122,7 @@ public final class AccessTokenIssuer: Sendable {
         var retiredAt: [String: Date] = [:]
         var opened: [String: OpenedKey] = [:]
         for record in records {
-            let key = try known[record.kid] ?? open(try sealer.open(record.sealedPrivateKey))
+            let key = try known[record.kid] ?? open(try sealer.open(record.sealedPrivateKey), kid: record.kid)
             opened[record.kid] = key
             verifying[record.kid] = key.ec.publicKey
             if let rsa = key.rsa { rsaVerifying[record.kid + rsaKidSuffix] = rsa.publicKey }
@@ -139,10 +141,19 @@ public final class AccessTokenIssuer: Sendable {
     }
 
     /// A stored key's bytes: 32 of P-256, then the RSA companion's DER when there is one.
-    private static func open(_ bytes: [UInt8]) throws -> OpenedKey {
+    private static func open(_ bytes: [UInt8], kid: String) throws -> OpenedKey {
         let ec = try P256.Signing.PrivateKey(rawRepresentation: bytes.prefix(32))
-        guard bytes.count > 32 else { return OpenedKey(ec: ec, rsa: nil) }
-        return OpenedKey(ec: ec, rsa: try _RSA.Signing.PrivateKey(derRepresentation: bytes.dropFirst(32)))
+        let raw = Array(ec.publicKey.x963Representation)  // 0x04 || x || y
+        let x = Base64URL.encode(raw[1..<33])
+        let y = Base64URL.encode(raw[33..<65])
+        var jwks = [#"{"kty":"EC","crv":"P-256","alg":"ES256","use":"sig","kid":"\#(kid)","x":"\#(x)","y":"\#(y)"}"#]
+        guard bytes.count > 32 else { return OpenedKey(ec: ec, rsa: nil, publicJWKs: jwks) }
+        let rsa = try _RSA.Signing.PrivateKey(derRepresentation: bytes.dropFirst(32))
+        let primitives = try rsa.publicKey.getKeyPrimitives()
+        let n = Base64URL.encode(Array(primitives.modulus))
+        let e = Base64URL.encode(Array(primitives.publicExponent))
+        jwks.append(#"{"kty":"RSA","alg":"RS256","use":"sig","kid":"\#(kid + rsaKidSuffix)","n":"\#(n)","e":"\#(e)"}"#)
+        return OpenedKey(ec: ec, rsa: rsa, publicJWKs: jwks)
     }
 
     /// Signs an access token for `userID` in `sessionID`.
@@ -323,29 +334,14 @@ public final class AccessTokenIssuer: Sendable {
     public func jwks() -> [UInt8] {
         let now = clock.now
         let entries = keys.withLock { keys -> [String] in
-            var entries: [String] = []
-            for (kid, key) in keys.verifying {
+            keys.opened.flatMap { kid, key -> [String] in
                 if let retired = keys.retiredAt[kid],
                     now.timeIntervalSince(retired) > configuration.accessTokenLifetime + 60
                 {
-                    continue
+                    return []
                 }
-                let raw = Array(key.x963Representation)  // 0x04 || x || y
-                let x = Base64URL.encode(raw[1..<33])
-                let y = Base64URL.encode(raw[33..<65])
-                entries.append(
-                    #"{"kty":"EC","crv":"P-256","alg":"ES256","use":"sig","kid":"\#(kid)","x":"\#(x)","y":"\#(y)"}"#
-                )
-                let rsaKid = kid + Self.rsaKidSuffix
-                if let rsa = keys.rsaVerifying[rsaKid], let primitives = try? rsa.getKeyPrimitives() {
-                    let n = Base64URL.encode(Array(primitives.modulus))
-                    let e = Base64URL.encode(Array(primitives.publicExponent))
-                    entries.append(
-                        #"{"kty":"RSA","alg":"RS256","use":"sig","kid":"\#(rsaKid)","n":"\#(n)","e":"\#(e)"}"#
-                    )
-                }
-            }
-            return entries.sorted()
+                return key.publicJWKs
+            }.sorted()
         }
         return Array(#"{"keys":[\#(entries.joined(separator: ","))]}"#.utf8)
     }

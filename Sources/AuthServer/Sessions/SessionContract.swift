@@ -34,14 +34,18 @@ public enum SessionContract: String, Sendable, CaseIterable {
     /// A new refresh token of this contract; with `binding` (the OpenID client and scope), the binding is written into
     /// the token between the prefix and the random part (base64url, then `.`), where the token's hash covers it.
     func newRefreshToken(binding: String? = nil) -> String {
-        tokenPrefix + (binding.map { Base64URL.encode(Array($0.utf8)) + "." } ?? "") + RefreshTokens.generate()
+        token(binding: binding, random: RefreshTokens.generate())
     }
 
     /// The token that replaces `presented` at rotation, in this contract's form: the same for every presentation of
     /// one token (``RefreshTokens/successor(of:key:)``).
     func successorToken(of presented: String, binding: String? = nil, key: SymmetricKey) -> String {
-        tokenPrefix + (binding.map { Base64URL.encode(Array($0.utf8)) + "." } ?? "")
-            + RefreshTokens.successor(of: presented, key: key)
+        token(binding: binding, random: RefreshTokens.successor(of: presented, key: key))
+    }
+
+    /// The contract's prefix, the binding (base64url, then a dot) when there is one, and the random part.
+    private func token(binding: String?, random: String) -> String {
+        tokenPrefix + (binding.map { Base64URL.encode(Array($0.utf8)) + "." } ?? "") + random
     }
 
     /// The binding written into a token by ``newRefreshToken(binding:)``, or `nil` when it has none. A token whose
