@@ -11,7 +11,9 @@ public struct AsyncHTTPClientKeyTransport: SiwaKeyTransport {
     public static let sharedClient: HTTPClient = {
         var configuration = HTTPClient.Configuration()
         configuration.redirectConfiguration = .disallow
-        configuration.timeout = .init(connect: .seconds(5), read: .seconds(10))
+        // No read timeout of its own: each fetch is bounded by the deadline its caller gives (`send`'s `timeout`), which
+        // a second, fixed limit would silently shorten.
+        configuration.timeout = .init(connect: .seconds(5))
         return HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
     }()
 
@@ -39,8 +41,22 @@ public struct AsyncHTTPClientKeyTransport: SiwaKeyTransport {
         let deadline =
             NIODeadline.now()
             + .nanoseconds(nanoseconds.overflow ? .max : nanoseconds.partialValue + attoseconds / 1_000_000_000)
+        let end = ContinuousClock.now + timeout
         let response = try await client.execute(outgoing, deadline: deadline)
-        let body = try await response.body.collect(upTo: maximumResponseBytes)
+        // The deadline covers the head; the body must arrive by the same time, however slowly it trickles.
+        let limit = maximumResponseBytes
+        let body = try await withThrowingTaskGroup(of: ByteBuffer?.self) { group in
+            group.addTask { try await response.body.collect(upTo: limit) }
+            group.addTask {
+                try await Task.sleep(until: end, clock: .continuous)
+                return nil
+            }
+            defer { group.cancelAll() }
+            guard let first = try await group.next(), let body = first else {
+                throw SiwaTokenError(.keysUnavailable, "the answer's body did not arrive within \(timeout)")
+            }
+            return body
+        }
         return (HTTPResponse(status: .init(code: Int(response.status.code))), Array(body.readableBytesView))
     }
 }
