@@ -174,6 +174,16 @@ public protocol AccountStore: Sendable {
         now: Date
     ) async throws(StoreError) -> AuthorizationCodeOutcome
 
+    // MARK: OpenID Connect consents
+
+    /// What `userID` has allowed the public relying party `clientID`; `nil` when nothing. Deleting or anonymising the
+    /// account deletes its consents.
+    func clientConsent(userID: UserID, clientID: String) async throws(StoreError) -> ClientConsentRecord?
+
+    /// Keeps a consent, replacing the user's earlier one for the same client. Fails with
+    /// ``StoreError/Code/notFound`` when the user does not exist.
+    func saveClientConsent(_ consent: ClientConsentRecord) async throws(StoreError)
+
     // MARK: Sessions
 
     /// Starts a session with its first refresh token, and how and from where it was started.

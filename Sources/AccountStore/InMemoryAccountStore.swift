@@ -37,6 +37,7 @@ public actor InMemoryAccountStore: AccountStore {
     private var notifications: [AppleNotificationRecord] = []
     private var webStates: [[UInt8]: (state: WebFlowState, usedAt: Date?)] = [:]
     private var authorizationCodes: [[UInt8]: AuthorizationCodeRecord] = [:]
+    private var clientConsents: [UserID: [String: ClientConsentRecord]] = [:]
     private var transfers: [UserID: AppleTransferRecord] = [:]
     /// The audit log, in append order (``InMemoryAccountStore+Console.swift``).
     var auditLog: [AuditEvent] = []
@@ -224,6 +225,7 @@ public actor InMemoryAccountStore: AccountStore {
         }
         tokens = tokens.filter { $0.value.record.userID != id }
         authorizationCodes = authorizationCodes.filter { $0.value.userID != id }
+        clientConsents[id] = nil
         userByApple[user.appleUserID] = nil
         switch mode {
         case .delete:
@@ -414,6 +416,17 @@ public actor InMemoryAccountStore: AccountStore {
     public func authorizationCode(codeHash: [UInt8]) throws(StoreError) -> AuthorizationCodeRecord? {
         try checkAvailable()
         return authorizationCodes[codeHash]
+    }
+
+    public func clientConsent(userID: UserID, clientID: String) throws(StoreError) -> ClientConsentRecord? {
+        try checkAvailable()
+        return clientConsents[userID]?[clientID]
+    }
+
+    public func saveClientConsent(_ consent: ClientConsentRecord) throws(StoreError) {
+        try checkAvailable()
+        guard users[consent.userID] != nil else { throw StoreError(.notFound, "no user for the consent") }
+        clientConsents[consent.userID, default: [:]][consent.clientID] = consent
     }
 
     public func redeemAuthorizationCode(

@@ -238,6 +238,19 @@ enum SQLSchema {
         // every refresh's commit, and the foreign key needs it (deleting an account would read every token). SQLite
         // has no statement to drop an unnamed foreign key, so `finish` edits the table's definition there.
         ["DROP INDEX refresh_tokens_by_user"],
+        // 8: what a user allowed each public relying party on the consent page, so that it is asked once per client
+        // (and again only for more scopes). Keyed by account first: deleting one reads its own rows only.
+        [
+            """
+            CREATE TABLE client_consents (
+                user_id TEXT NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+                client_id TEXT NOT NULL,
+                scope TEXT NOT NULL,
+                granted_at BIGINT NOT NULL,
+                PRIMARY KEY (user_id, client_id)
+            )
+            """
+        ],
     ]
 
     /// The schema version this build of siwa writes.

@@ -191,8 +191,14 @@ func assembleApplication(
         RentManagerController(configuration: configuration, signIn: signIn, sessions: sessions).addRoutes(to: routes)
     }
 
-    OpenIDController(configuration: configuration, store: store, sessions: sessions, clock: clock)
-        .addRoutes(to: routes)
+    OpenIDController(
+        configuration: configuration,
+        store: store,
+        sessions: sessions,
+        clock: clock,
+        consentTokens: FormToken(dataKey: sealer.keys.primary.key, purpose: .clientConsent)
+    )
+    .addRoutes(to: routes)
 
     let adminActions = AdminActions(
         access: adminAccess,
@@ -214,7 +220,7 @@ func assembleApplication(
         access: adminAccess,
         store: store,
         actions: adminActions,
-        formTokens: AdminFormToken(dataKey: sealer.keys.primary.key),
+        formTokens: FormToken(dataKey: sealer.keys.primary.key, purpose: .adminForms),
         clock: clock
     ).addRoutes(to: routes)
 

@@ -3059,7 +3059,7 @@ enum OpenAPIDocument {
         ],
         "x-siwa-condition": "`oidc.clients` configured (SIWA_OIDC_CLIENTS); sign-in through the web flow needs SIWA_SERVICES_ID",
         "summary": "Authorization endpoint (code flow, PKCE)",
-        "description": "An unknown client or unregistered redirect URI is an HTML page, never a redirect. Other errors redirect to the registered URI with `error`, `error_description`, `state`, `iss`. Without a browser session: 303 to the web sign-in, which comes back here. With one: 302 to the redirect URI with `code` (60 s, single use).",
+        "description": "An unknown client or unregistered redirect URI is an HTML page, never a redirect. Other errors redirect to the registered URI with `error`, `error_description`, `state`, `iss`. Without a browser session: 303 to the web sign-in, which comes back here. With one: 302 to the redirect URI with `code` (60 s, single use); for a public client the user has not yet allowed these scopes (or with `prompt=consent`), 200 with the consent page, whose form posts here (`prompt=none`: `consent_required` instead).",
         "parameters": [
           {
             "name": "response_type",
@@ -3137,13 +3137,23 @@ enum OpenAPIDocument {
             "name": "prompt",
             "in": "query",
             "required": false,
-            "description": "`none` or `login`.",
+            "description": "`none`, `login` or `consent` (a public client's consent page again).",
             "schema": {
               "type": "string"
             }
           }
         ],
         "responses": {
+          "200": {
+            "description": "A public client's consent page (a form posting to `POST /oauth/authorize`).",
+            "content": {
+              "text/html": {
+                "schema": {
+                  "type": "string"
+                }
+              }
+            }
+          },
           "302": {
             "description": "To the relying party's redirect URI, with a code or an error.",
             "headers": {
@@ -3161,6 +3171,50 @@ enum OpenAPIDocument {
             }
           },
           "400": {
+            "$ref": "#/components/responses/WebError"
+          },
+          "429": {
+            "$ref": "#/components/responses/RateLimited"
+          },
+          "503": {
+            "$ref": "#/components/responses/OpenIDUnavailable"
+          }
+        }
+      },
+      "post": {
+        "operationId": "oauthAuthorizeConsent",
+        "tags": [
+          "oidc"
+        ],
+        "x-siwa-condition": "`oidc.clients` configured (SIWA_OIDC_CLIENTS); sign-in through the web flow needs SIWA_SERVICES_ID",
+        "summary": "The consent page's decision (public clients)",
+        "description": "The consent page's form: the authorization request's parameters, `consent_token` (bound to the browser's session and the client) and `decision` (`allow` or `deny`), with the siwa session cookie, from this site's origin. The request is checked again as a new one. `allow` is remembered per user and client and answered like the authorization request (303 with `code`); `deny` is a 303 with `error=access_denied`. Without a session: 303 to the web sign-in, which comes back to the consent page. A form from another site, another session or for another client is a 403 page.",
+        "requestBody": {
+          "required": true,
+          "content": {
+            "application/x-www-form-urlencoded": {
+              "schema": {
+                "$ref": "#/components/schemas/OAuthConsentForm"
+              }
+            }
+          }
+        },
+        "responses": {
+          "303": {
+            "description": "To the relying party's redirect URI with a code or an error, or to the web sign-in.",
+            "headers": {
+              "Location": {
+                "$ref": "#/components/headers/Location"
+              }
+            }
+          },
+          "400": {
+            "$ref": "#/components/responses/WebError"
+          },
+          "403": {
+            "$ref": "#/components/responses/WebError"
+          },
+          "413": {
             "$ref": "#/components/responses/WebError"
           },
           "429": {
@@ -5240,6 +5294,51 @@ enum OpenAPIDocument {
           },
           "client_secret": {
             "type": "string"
+          }
+        }
+      },
+      "OAuthConsentForm": {
+        "type": "object",
+        "required": [
+          "client_id",
+          "redirect_uri",
+          "consent_token",
+          "decision"
+        ],
+        "properties": {
+          "response_type": {
+            "type": "string"
+          },
+          "client_id": {
+            "type": "string"
+          },
+          "redirect_uri": {
+            "type": "string"
+          },
+          "scope": {
+            "type": "string"
+          },
+          "state": {
+            "type": "string"
+          },
+          "nonce": {
+            "type": "string"
+          },
+          "code_challenge": {
+            "type": "string"
+          },
+          "code_challenge_method": {
+            "type": "string"
+          },
+          "consent_token": {
+            "type": "string"
+          },
+          "decision": {
+            "type": "string",
+            "enum": [
+              "allow",
+              "deny"
+            ]
           }
         }
       },

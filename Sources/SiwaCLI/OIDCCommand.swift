@@ -50,8 +50,14 @@ struct OIDCCommand: AsyncParsableCommand {
         @Option(name: .customLong("scope"), help: "A scope it may be granted: openid, email, profile (default all).")
         var scopes: [String] = []
 
-        @Flag(name: .customLong("public"), help: "A public client: no secret, PKCE required.")
+        @Flag(
+            name: .customLong("public"),
+            help: "A public client: no secret, PKCE required; users allow it once on a consent page."
+        )
         var isPublic = false
+
+        @Option(help: "The app's name as users know it, shown on the consent page (1 to 64 characters).")
+        var name: String?
 
         func run() async throws {
             var entry: [String: Any] = [
@@ -60,6 +66,7 @@ struct OIDCCommand: AsyncParsableCommand {
                 "scopes": scopes.isEmpty ? OpenIDConfiguration.supportedScopes : scopes,
             ]
             if !postLogoutRedirectURIs.isEmpty { entry["postLogoutRedirectURIs"] = postLogoutRedirectURIs }
+            if let name { entry["name"] = name }
             var secret: String?
             if isPublic {
                 entry["public"] = true
@@ -87,7 +94,10 @@ struct OIDCCommand: AsyncParsableCommand {
                 print("")
                 print("Give the secret to the relying party; siwa keeps only its hash. Add to SIWA_OIDC_CLIENTS:")
             } else {
-                print("client_id: \(id) (public: no secret, PKCE required). Add to SIWA_OIDC_CLIENTS:")
+                print(
+                    "client_id: \(id) (public: no secret, PKCE required; each user allows it once on siwa's consent "
+                        + "page). Add to SIWA_OIDC_CLIENTS:"
+                )
             }
             print(json)
         }

@@ -25,6 +25,10 @@ extension AccountStoreConformance {
             "deleting the account deletes its authorization codes; purgeExpired removes old ones",
             authorizationCodesGoWithTheAccount
         ),
+        Check(
+            "a client consent is kept per user and client, replaced by the next, and goes with the account",
+            clientConsentsArePerUserAndClient
+        ),
     ]
 
     static func authorizationCode(
@@ -213,5 +217,62 @@ extension AccountStoreConformance {
         #expect(result.authorizationCodes == 1, "the code that expired more than the retention ago goes")
         #expect(try await store.authorizationCode(codeHash: oldCode.codeHash) == nil)
         #expect(try await store.authorizationCode(codeHash: liveCode.codeHash) != nil)
+    }
+
+    static func clientConsentsArePerUserAndClient(_ store: any AccountStore) async throws {
+        let user = try await store.signIn(Fixture.facts(), now: Fixture.time(0)).user
+        let other = try await store.signIn(Fixture.facts(), now: Fixture.time(0)).user
+        let anonymised = try await store.signIn(Fixture.facts(), now: Fixture.time(0)).user
+        #expect(try await store.clientConsent(userID: user.id, clientID: "app.one") == nil)
+        await #expect(throws: StoreError.notFound, "a consent needs its user") {
+            try await store.saveClientConsent(
+                ClientConsentRecord(userID: UserID(), clientID: "app.one", scope: "openid", grantedAt: Fixture.time(1))
+            )
+        }
+
+        let first = ClientConsentRecord(
+            userID: user.id,
+            clientID: "app.one",
+            scope: "openid",
+            grantedAt: Fixture.time(1)
+        )
+        try await store.saveClientConsent(first)
+        for owner in [other.id, anonymised.id] {
+            try await store.saveClientConsent(
+                ClientConsentRecord(
+                    userID: owner,
+                    clientID: "app.one",
+                    scope: "openid email",
+                    grantedAt: Fixture.time(2)
+                )
+            )
+        }
+        let stored = try #require(try await store.clientConsent(userID: user.id, clientID: "app.one"))
+        #expect(stored.userID == user.id && stored.clientID == "app.one" && stored.scope == "openid")
+        Fixture.expectSameTime(stored.grantedAt, Fixture.time(1))
+        #expect(try await store.clientConsent(userID: user.id, clientID: "app.two") == nil, "per client")
+
+        let wider = ClientConsentRecord(
+            userID: user.id,
+            clientID: "app.one",
+            scope: "openid email profile",
+            grantedAt: Fixture.time(3)
+        )
+        try await store.saveClientConsent(wider)
+        let replaced = try #require(try await store.clientConsent(userID: user.id, clientID: "app.one"))
+        #expect(replaced.scope == "openid email profile")
+        Fixture.expectSameTime(replaced.grantedAt, Fixture.time(3))
+        #expect(try await store.clientConsent(userID: other.id, clientID: "app.one")?.scope == "openid email")
+
+        _ = try await store.deleteUser(id: user.id, mode: .delete, appleRevocationDueAt: nil, now: Fixture.time(4))
+        _ = try await store.deleteUser(
+            id: anonymised.id,
+            mode: .anonymise,
+            appleRevocationDueAt: nil,
+            now: Fixture.time(4)
+        )
+        #expect(try await store.clientConsent(userID: user.id, clientID: "app.one") == nil)
+        #expect(try await store.clientConsent(userID: anonymised.id, clientID: "app.one") == nil, "anonymised too")
+        #expect(try await store.clientConsent(userID: other.id, clientID: "app.one") != nil)
     }
 }

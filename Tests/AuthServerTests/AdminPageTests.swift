@@ -29,15 +29,28 @@ import Testing
 
     @Test func aFormTokenIsWorthSomethingOnlyInItsOwnSession() {
         let key = SymmetricKey(size: .bits256)
-        let tokens = AdminFormToken(dataKey: key)
+        let tokens = FormToken(dataKey: key, purpose: .adminForms)
         let mine = SessionID()
         let token = tokens.token(for: mine)
         #expect(token.utf8.count == 43)
         #expect(tokens.accepts(token, for: mine))
         #expect(tokens.token(for: mine) == token, "stable for a session: every instance computes the same")
-        #expect(AdminFormToken(dataKey: key).accepts(token, for: mine), "another instance with the data key")
+        #expect(
+            FormToken(dataKey: key, purpose: .adminForms).accepts(token, for: mine),
+            "another instance with the data key"
+        )
         #expect(!tokens.accepts(token, for: SessionID()), "another session's token")
-        #expect(!AdminFormToken(dataKey: SymmetricKey(size: .bits256)).accepts(token, for: mine), "another data key")
+        #expect(
+            !FormToken(dataKey: SymmetricKey(size: .bits256), purpose: .adminForms).accepts(token, for: mine),
+            "another data key"
+        )
+        let consents = FormToken(dataKey: key, purpose: .clientConsent)
+        #expect(!consents.accepts(token, for: mine), "a console form's token is no consent's")
+        #expect(!tokens.accepts(consents.token(for: mine), for: mine), "nor the other way round")
+        let aboutOne = consents.token(for: mine, about: "client-one")
+        #expect(consents.accepts(aboutOne, for: mine, about: "client-one"))
+        #expect(!consents.accepts(aboutOne, for: mine, about: "client-two"), "bound to what it is about")
+        #expect(!consents.accepts(aboutOne, for: mine), "and not a token about nothing")
         var changed = Array(token)
         changed[5] = changed[5] == "A" ? "B" : "A"
         #expect(!tokens.accepts(String(changed), for: mine))

@@ -160,6 +160,14 @@ private struct AuditFailingStore: AccountStore {
         try await base.authorizationCode(codeHash: codeHash)
     }
 
+    func clientConsent(userID: UserID, clientID: String) async throws(StoreError) -> ClientConsentRecord? {
+        try await base.clientConsent(userID: userID, clientID: clientID)
+    }
+
+    func saveClientConsent(_ consent: ClientConsentRecord) async throws(StoreError) {
+        try await base.saveClientConsent(consent)
+    }
+
     func redeemAuthorizationCode(
         codeHash: [UInt8],
         startingSession session: NewSession,

@@ -103,6 +103,19 @@ struct LogRedactionTests {
                     + (RelyingParty.a.logoutURI.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "")
             )
             #expect(logout.status == .seeOther, "\(logout.status) \(logout.body)")
+
+            // A public client's consent page and its form.
+            let appPKCE = PKCE()
+            let (page, browser) = try await harness.openIDSignInPage(
+                ServerHarness.authorizePath(.publicApp, pkce: appPKCE),
+                email: "consent-log@example.com"
+            )
+            try #require(page.status == .ok, "the consent page")
+            saw("consent form token", try page.hiddenFields().first { $0.0 == "consent_token" }?.1)
+            saw("browser session cookie", browser.cookies["siwa_session"])
+            let allowed = try await harness.decide("allow", on: page, browser: browser)
+            saw("public client's code", allowed.location.map(ServerHarness.query(of:))?["code"])
+            saw("public client's PKCE verifier", appPKCE.verifier)
         }
         let lines = capture.lines.withLock { $0 }
         let log = lines.joined(separator: "\n")

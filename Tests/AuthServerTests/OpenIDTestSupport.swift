@@ -94,11 +94,35 @@ extension ServerHarness {
     /// The whole first sign-in of a browser through a relying party: authorize, siwa's web sign-in at the emulator,
     /// back to authorize, and the redirect to the relying party. Returns that last redirect's query and the browser's
     /// session.
+    /// A public client's consent page is allowed on the way, unless `allowConsent` is `false`: then the page's answer
+    /// is returned as it is (its `location` empty and `query` empty when it is the page).
     func openIDSignIn(
         _ path: String,
         email: String = "rp-user@example.com",
-        givenName: String = "Jane"
+        givenName: String = "Jane",
+        allowConsent: Bool = true
     ) async throws -> (query: [String: String], location: String, browser: BrowserSession) {
+        let (answer, session) = try await openIDSignInPage(path, email: email, givenName: givenName)
+        var redirect = answer
+        if answer.status == .ok, allowConsent {
+            redirect = try await decide("allow", on: answer, browser: session)
+            try #require(redirect.status == .seeOther, "consent: \(redirect.status) \(redirect.body)")
+        } else if answer.status == .ok {
+            return ([:], "", session)
+        } else {
+            try #require(answer.status == .found, "authorize with a session: \(answer.status) \(answer.body)")
+        }
+        let location = try #require(redirect.location)
+        return (Self.query(of: location), location, session)
+    }
+
+    /// The whole first sign-in of a browser through a relying party up to siwa's answer to the authorization request
+    /// with a session: the redirect to the client, or a public client's consent page.
+    func openIDSignInPage(
+        _ path: String,
+        email: String = "rp-user@example.com",
+        givenName: String = "Jane"
+    ) async throws -> (answer: WebPage, browser: BrowserSession) {
         let start = try await browser(.get, path)
         try #require(start.status == .seeOther, "authorize without a session: \(start.status) \(start.body)")
         let signIn = try #require(start.location)
@@ -114,10 +138,27 @@ extension ServerHarness {
             "siwa_session": try #require(callback.cookie("siwa_session")),
             "siwa_refresh": try #require(callback.cookie("siwa_refresh")),
         ])
-        let answer = try await browser(.get, back, cookies: session.cookies)
-        try #require(answer.status == .found, "authorize with a session: \(answer.status) \(answer.body)")
-        let location = try #require(answer.location)
-        return (Self.query(of: location), location, session)
+        return (try await browser(.get, back, cookies: session.cookies), session)
+    }
+
+    /// This site's origin as a browser names it: the public URL (the configuration's default without `web`).
+    var siteOrigin: String { serverURL.isEmpty ? "http://localhost:8080" : serverURL }
+
+    /// Answers a consent page as a browser would: posts its form with `decision` (and the hidden fields `replaced`
+    /// names changed), from `origin` (`nil`: this site; empty: no `Origin` header).
+    func decide(
+        _ decision: String,
+        on page: WebPage,
+        browser session: BrowserSession,
+        origin: String? = nil,
+        replacing replaced: [String: String] = [:]
+    ) async throws -> WebPage {
+        var fields = try page.hiddenFields().map { name, value in (name, replaced[name] ?? value) }
+        fields.append(("decision", decision))
+        var headers: HTTPFields = [:]
+        let origin = origin ?? siteOrigin
+        if !origin.isEmpty { headers[.origin] = origin }
+        return try await browser(.post, "/oauth/authorize", form: fields, cookies: session.cookies, headers: headers)
     }
 
     /// Another authorization by a browser that has a session: the redirect's query.

@@ -391,6 +391,6 @@ private struct Minter {
             let claims = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
             let sid = claims["sid"] as? String, let session = SessionID(sid)
         else { return nil }
-        return AdminFormToken(dataKey: harness.dataKey).token(for: session)
+        return FormToken(dataKey: harness.dataKey, purpose: .adminForms).token(for: session)
     }
 }

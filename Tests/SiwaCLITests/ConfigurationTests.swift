@@ -302,6 +302,17 @@ struct ConfigurationTests {
             )
         }
         accepted(try await doctor([], base.merging(["SIWA_OIDC_CLIENTS": "[\(entry)]"]) { $1 }))
+        let app = try await SiwaProcess.run([
+            "oidc", "new-client", "--id", "notes-app", "--public", "--name", "Example Notes",
+            "--redirect-uri", "com.example.notes:/callback",
+        ])
+        #expect(app.status == 0, "\(app.stderr)")
+        #expect(app.stdout.contains("consent page"), "says that users allow a public client: \(app.stdout)")
+        let appEntry = try #require(app.stdout.split(separator: "\n").last.map(String.init))
+        #expect(appEntry.contains(#""name":"Example Notes""#) && appEntry.contains(#""public":true"#))
+        let both = try await doctor([], base.merging(["SIWA_OIDC_CLIENTS": "[\(entry),\(appEntry)]"]) { $1 })
+        #expect(both.status == 3, "\(both.stdout)")
+        #expect(both.findings.contains { $0.setting == "SIWA_OIDC_CLIENTS" && $0.ok }, "\(both.stdout)")
         let file = try folder.write("oidc-clients.json", "[\(entry)]\n")
         accepted(try await doctor([], base.merging(["SIWA_OIDC_CLIENTS_FILE": file]) { $1 }))
         let config = try folder.write(
@@ -332,6 +343,9 @@ struct ConfigurationTests {
             #"[{"id": "x y", "public": true, "redirectURIs": ["https://x.example.com/cb"]}]"#,
             #"[{"id": "x", "public": true, "redirectURIs": ["https://x.example.com/cb"], "colour": "red"}]"#,
             #"[{"id": "x", "public": true, "redirectURIs": ["https://x.example.com/cb"], "scopes": ["admin"]}]"#,
+            #"[{"id": "x", "public": true, "redirectURIs": ["https://x.example.com/cb"], "name": ""}]"#,
+            #"[{"id": "x", "public": true, "redirectURIs": ["https://x.example.com/cb"], "name": "a\nb"}]"#,
+            #"[{"id": "x", "public": true, "redirectURIs": ["https://x.example.com/cb"], "name": 7}]"#,
         ] {
             let refused = try await doctor([], base.merging(["SIWA_OIDC_CLIENTS": bad]) { $1 })
             #expect(refused.status == 1, "\(bad): \(refused.stdout)")

@@ -48,6 +48,8 @@ public enum AuditEventType: String, Sendable, Hashable, CaseIterable, Codable {
     /// Team transfer, receiving team: the account was moved to its new `sub` (``AuditEvent/reason``: `import` or
     /// `sign_in`).
     case transferCompleted = "transfer_completed"
+    /// The user allowed a public OpenID relying party on the consent page (details: `client`, `scope`).
+    case clientConsentGranted = "client_consent_granted"
 }
 
 /// Who did what an audit event records.

@@ -7,14 +7,14 @@ import Logging
 import NIOCore
 
 /// The operator console's pages under `/admin`: server-rendered HTML, no script, every form carrying the admin's
-/// ``AdminFormToken`` and checked for this site's `Origin` (``CSRFCheck``). A browser without a session is sent
+/// ``FormToken`` and checked for this site's `Origin` (``CSRFCheck``). A browser without a session is sent
 /// through the web sign-in and back; an account without the admin role gets a 403 page that says so.
 struct AdminConsoleController: Sendable {
     let configuration: AuthServerConfiguration
     let access: AdminAccess
     let store: any AccountStore
     let actions: AdminActions
-    let formTokens: AdminFormToken
+    let formTokens: FormToken
     let clock: any WallClock
 
     /// An admin's session (a cookie, or a bearer token); a browser without one is sent through the sign-in, any other

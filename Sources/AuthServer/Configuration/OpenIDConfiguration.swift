@@ -44,6 +44,8 @@ public struct OpenIDClient: Sendable, Hashable {
     public var postLogoutRedirectURIs: [String]
     /// How its ID tokens are signed (`id_token_signed_response_alg`): RS256 unless it asks for ES256.
     public var idTokenSigningAlgorithm: IDTokenSigningAlgorithm
+    /// The application's name as users know it, shown on the consent page; `nil` shows the `client_id`.
+    public var name: String?
 
     /// The algorithms siwa signs ID tokens with.
     public enum IDTokenSigningAlgorithm: String, Sendable, Hashable, CaseIterable {
@@ -61,13 +63,15 @@ public struct OpenIDClient: Sendable, Hashable {
     ///   - scopes: the scopes it may be granted (`openid` is always added).
     ///   - postLogoutRedirectURIs: where RP-initiated logout may send the browser.
     ///   - idTokenSigningAlgorithm: how its ID tokens are signed (RS256 by default).
+    ///   - name: the application's name as users know it (the consent page shows it).
     public init(
         id: String,
         secretHash: [UInt8]?,
         redirectURIs: [String],
         scopes: Set<String> = Set(OpenIDConfiguration.supportedScopes),
         postLogoutRedirectURIs: [String] = [],
-        idTokenSigningAlgorithm: IDTokenSigningAlgorithm = .rs256
+        idTokenSigningAlgorithm: IDTokenSigningAlgorithm = .rs256,
+        name: String? = nil
     ) {
         self.id = id
         self.secretHash = secretHash
@@ -75,10 +79,19 @@ public struct OpenIDClient: Sendable, Hashable {
         self.scopes = scopes.union(["openid"])
         self.postLogoutRedirectURIs = postLogoutRedirectURIs
         self.idTokenSigningAlgorithm = idTokenSigningAlgorithm
+        self.name = name
     }
 
     /// A public client: no secret, PKCE required.
     public var isPublic: Bool { secretHash == nil }
+
+    /// Whether a user must allow it once on siwa's consent page before it gets a code. Public clients must: any app
+    /// can claim a custom scheme or a loopback port, so a code sent there silently could reach an impostor
+    /// (RFC 8252 §8.6). Confidential clients are the team's own servers, which authenticate at the token endpoint.
+    public var requiresConsent: Bool { isPublic }
+
+    /// What users see it called: its ``name``, else its `client_id`.
+    public var displayName: String { name ?? id }
 
     /// The SHA-256 of a client secret, as configured.
     public static func hashSecret(_ secret: String) -> [UInt8] {
@@ -94,6 +107,12 @@ public struct OpenIDClient: Sendable, Hashable {
         var difference: UInt8 = 0
         for index in 0..<32 { difference |= presented[index] ^ secretHash[index] }
         return difference == 0
+    }
+
+    /// Whether `name` may be a client's ``name``: 1 to 64 characters, no control characters, not only spaces.
+    public static func isValidName(_ name: String) -> Bool {
+        (1...64).contains(name.count) && !name.allSatisfy(\.isWhitespace)
+            && !name.unicodeScalars.contains { $0.properties.generalCategory == .control }
     }
 
     /// Whether `id` is a well-formed client id: 1 to 128 characters of `A-Z a-z 0-9 . _ ~ -`.

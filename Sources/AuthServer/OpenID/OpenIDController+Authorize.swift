@@ -15,46 +15,24 @@ extension OpenIDController {
     /// (RFC 6749 §4.1.2.1); every other refusal is a redirect to the registered URI with `error`,
     /// `error_description`, `state` and `iss`. Without a browser session the browser goes through siwa's web sign-in
     /// and comes back to this same request; with one (renewed from the refresh cookie when its access token has
-    /// expired), the answer is a code: first-party clients, no consent screen. `prompt=none` without a session is
-    /// `login_required`; `prompt=login` signs in with Apple again.
+    /// expired), the answer is a code: a confidential client is first-party and gets it at once; a public client
+    /// gets it once the user has allowed it on the consent page (``consent(_:context:)``), which is remembered.
+    /// `prompt=none` without a session is `login_required`, and without the consent `consent_required`;
+    /// `prompt=login` signs in with Apple again; `prompt=consent` asks a public client's consent again.
     @Sendable func authorize(_ request: Request, context: SiwaRequestContext) async throws -> Response {
         let query = request.uri.query ?? ""
         let strict = FormURLEncoding.decode(Array(query.utf8))
         // A parameter given twice (RFC 6749 §3.1) is refused; when the client and redirect URI are still certain,
         // by a redirect like any other error.
         let parameters = strict ?? Self.lenientQuery(query).compactMapValues { $0.count == 1 ? $0[0] : nil }
-        guard let clientID = parameters["client_id"], let client = openID.client(clientID) else {
-            context.logger.info("OpenID authorize refused: unknown client")
-            return Self.page("invalid_client", "The application that sent you here is not registered with this server.")
-        }
-        guard let redirectURI = parameters["redirect_uri"], client.redirectURIs.contains(redirectURI) else {
-            context.logger.info(
-                "OpenID authorize refused: redirect URI not registered",
-                metadata: ["client": "\(clientID)"]
-            )
-            return Self.page(
-                "invalid_redirect_uri",
-                "The application asked to send you back to an address it has not registered with this server."
-            )
-        }
-        let redirect = AuthorizationRedirect(
-            redirectURI: redirectURI,
-            state: parameters["state"].flatMap { $0.utf8.count <= Self.maximumParameterLength ? $0 : nil },
-            issuer: issuerURL
-        )
-        guard strict != nil else {
-            return redirect.error(.init("invalid_request", "a parameter is given twice or wrongly encoded"))
-        }
+        let client: OpenIDClient
+        let redirect: AuthorizationRedirect
         let checked: CheckedAuthorization
-        switch Self.checked(parameters, client: client) {
-        case .success(let valid):
-            checked = valid
-        case .failure(let refusal):
-            context.logger.info(
-                "OpenID authorize refused",
-                metadata: ["client": "\(clientID)", "error": "\(refusal.error)"]
-            )
-            return redirect.error(refusal)
+        switch validate(parameters, wellFormed: strict != nil, logger: context.logger) {
+        case .valid(let valid):
+            (client, redirect, checked) = (valid.client, valid.redirect, valid.checked)
+        case .refused(let answer):
+            return answer
         }
 
         // The browser's session: its access cookie, else its refresh cookie rotated here.
@@ -81,6 +59,44 @@ extension OpenIDController {
         guard let user = try await store.user(id: claims.userID), user.status == .active else {
             return redirect.error(.init("access_denied", "the account is disabled or no longer exists"))
         }
+        if client.requiresConsent,
+            try await !hasConsent(of: user.id, to: client, for: checked.scope) || checked.prompt.contains("consent")
+        {
+            guard !checked.prompt.contains("none") else {
+                return redirect.error(.init("consent_required", "the user has not allowed this application yet"))
+            }
+            var page = consentPage(
+                parameters,
+                client: client,
+                redirectURI: redirect.redirectURI,
+                checked: checked,
+                user: user,
+                session: claims.sessionID
+            )
+            if let renewed { cookies.set(renewed, on: &page) }
+            return page
+        }
+        var response = try await issueCode(
+            to: client,
+            redirect: redirect,
+            checked: checked,
+            user: user,
+            browserSession: claims,
+            logger: context.logger
+        )
+        if let renewed { cookies.set(renewed, on: &response) }
+        return response
+    }
+
+    /// Stores a new code for `user` and answers the redirect that hands it to the client.
+    func issueCode(
+        to client: OpenIDClient,
+        redirect: AuthorizationRedirect,
+        checked: CheckedAuthorization,
+        user: UserRecord,
+        browserSession claims: AccessTokenClaims,
+        logger: Logger
+    ) async throws -> Response {
         let code = WebAuthorization.randomToken(byteCount: 32)
         let now = clock.now
         let browserSession = try await store.sessions(userID: user.id, now: now, limit: 100)
@@ -89,7 +105,7 @@ extension OpenIDController {
             AuthorizationCodeRecord(
                 codeHash: Self.hash(code),
                 clientID: client.id,
-                redirectURI: redirectURI,
+                redirectURI: redirect.redirectURI,
                 scope: Self.scopeString(checked.scope),
                 codeChallenge: checked.codeChallenge,
                 nonce: checked.nonce,
@@ -100,10 +116,62 @@ extension OpenIDController {
                 expiresAt: now.addingTimeInterval(openID.codeLifetime)
             )
         )
-        context.logger.info("OpenID authorization code issued", metadata: ["client": "\(client.id)"])
-        var response = redirect.success(code: code)
-        if let renewed { cookies.set(renewed, on: &response) }
-        return response
+        logger.info("OpenID authorization code issued", metadata: ["client": "\(client.id)"])
+        return redirect.success(code: code)
+    }
+
+    /// An authorization request checked: valid, with its client and where its answer goes, or the answer that
+    /// refuses it.
+    enum Validation {
+        case valid(client: OpenIDClient, redirect: AuthorizationRedirect, checked: CheckedAuthorization)
+        case refused(Response)
+    }
+
+    /// Checks an authorization request's parameters (the query of `GET /oauth/authorize`, the consent form's fields):
+    /// an unknown client or a redirect URI it has not registered is a page; anything else wrong is a redirect to the
+    /// client with the error.
+    /// - Parameters:
+    ///   - parameters: the request's parameters, each given once.
+    ///   - wellFormed: `false` when a parameter was given twice or wrongly encoded (refused once the client is known).
+    ///   - redirectStatus: the status of the redirects that answer it (303 after a form's POST).
+    ///   - logger: where refusals are logged (the client id and the error code, never a parameter's value).
+    func validate(
+        _ parameters: [String: String],
+        wellFormed: Bool,
+        redirectStatus: HTTPResponse.Status = .found,
+        logger: Logger
+    ) -> Validation {
+        guard let clientID = parameters["client_id"], let client = openID.client(clientID) else {
+            logger.info("OpenID authorize refused: unknown client")
+            return .refused(
+                Self.page("invalid_client", "The application that sent you here is not registered with this server.")
+            )
+        }
+        guard let redirectURI = parameters["redirect_uri"], client.redirectURIs.contains(redirectURI) else {
+            logger.info("OpenID authorize refused: redirect URI not registered", metadata: ["client": "\(clientID)"])
+            return .refused(
+                Self.page(
+                    "invalid_redirect_uri",
+                    "The application asked to send you back to an address it has not registered with this server."
+                )
+            )
+        }
+        let redirect = AuthorizationRedirect(
+            redirectURI: redirectURI,
+            state: parameters["state"].flatMap { $0.utf8.count <= Self.maximumParameterLength ? $0 : nil },
+            issuer: issuerURL,
+            status: redirectStatus
+        )
+        guard wellFormed else {
+            return .refused(redirect.error(.init("invalid_request", "a parameter is given twice or wrongly encoded")))
+        }
+        switch Self.checked(parameters, client: client) {
+        case .success(let checked):
+            return .valid(client: client, redirect: redirect, checked: checked)
+        case .failure(let refusal):
+            logger.info("OpenID authorize refused", metadata: ["client": "\(clientID)", "error": "\(refusal.error)"])
+            return .refused(redirect.error(refusal))
+        }
     }
 
     /// What a valid authorization request asks for.
@@ -176,7 +244,8 @@ extension OpenIDController {
         }
         if let unknown = prompt.subtracting(["none", "login"]).sorted().first {
             if unknown == "consent" || unknown == "select_account" {
-                // First-party clients: no consent screen, one Apple ID per browser session. Granted as asked.
+                // `consent` shows a public client's consent page again; confidential clients are first-party and
+                // have none. One Apple ID per browser session: `select_account` is granted as asked.
             } else {
                 throw Refusal("invalid_request", "prompt value '\(unknown.prefix(32))' is not supported")
             }
@@ -205,7 +274,7 @@ extension OpenIDController {
 
     /// Sends the browser through siwa's web sign-in, to come back to this request (without `prompt=login`, which
     /// the sign-in satisfies).
-    private func signInFirst(_ parameters: [String: String]) -> Response {
+    func signInFirst(_ parameters: [String: String]) -> Response {
         let kept = parameters.filter { $0.key != "prompt" || $0.value != "login" }.sorted { $0.key < $1.key }
         let returnURL = "/oauth/authorize?" + FormURLEncoding.encode(kept.map { ($0.key, $0.value) })
         guard returnURL.utf8.count <= 2048 else {
@@ -232,6 +301,9 @@ struct AuthorizationRedirect {
     let redirectURI: String
     let state: String?
     let issuer: String
+    /// 302 for the authorization request's GET; 303 after the consent form's POST, so that the browser follows it
+    /// with a GET.
+    var status: HTTPResponse.Status = .found
 
     /// An error to send back to the client (RFC 6749 §4.1.2.1).
     struct Refusal: Error {
@@ -258,7 +330,7 @@ struct AuthorizationRedirect {
         all.append(("iss", issuer))
         let separator = redirectURI.contains("?") ? "&" : "?"
         return Response(
-            status: .found,
+            status: status,
             headers: [
                 .location: redirectURI + separator + FormURLEncoding.encode(all), .cacheControl: "no-store",
                 HTTPField.Name("Referrer-Policy")!: "no-referrer",

@@ -21,6 +21,8 @@ struct OpenIDController: Sendable {
     let store: any AccountStore
     let sessions: SessionService
     let clock: any WallClock
+    /// The consent form's anti-forgery tokens.
+    let consentTokens: FormToken
 
     var openID: OpenIDConfiguration { configuration.openID }
     var issuer: AccessTokenIssuer { sessions.issuer }
@@ -50,6 +52,7 @@ struct OpenIDController: Sendable {
     func addRoutes(to routes: PolicedRoutes) {
         routes.get("/.well-known/openid-configuration", access: .open, use: discovery)
         routes.get("/oauth/authorize", access: Self.browserSession, use: authorize)
+        routes.post("/oauth/authorize", access: Self.consentFormAccess, use: consent)
         routes.post("/oauth/token", access: .checkedByHandler(.clientCredentials), use: token)
         routes.get("/oauth/userinfo", access: Self.userInfoAccess, use: userInfo)
         routes.post("/oauth/userinfo", access: Self.userInfoAccess, use: userInfo)
@@ -83,7 +86,7 @@ struct OpenIDController: Sendable {
             "iss", "aud", "sub", "exp", "iat", "auth_time", "nonce", "amr", "azp", "sid", "at_hash", "email",
             "email_verified", "is_private_email", "name", "given_name", "family_name",
         ]
-        var prompt_values_supported = ["none", "login"]
+        var prompt_values_supported = ["none", "login", "consent"]
         var authorization_response_iss_parameter_supported = true
         var claims_parameter_supported = false
         var request_parameter_supported = false

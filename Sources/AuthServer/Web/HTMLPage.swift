@@ -114,7 +114,10 @@ struct HTMLPage {
         color:#003d99;font-size:.8rem;font-weight:600;vertical-align:middle}
         button.secondary{width:100%;min-height:44px;border-radius:8px;border:1px solid #1d1d1f;background:#fff;\
         color:#1d1d1f;font:inherit;cursor:pointer}
-        code{background:#f5f5f7;padding:.1rem .35rem;border-radius:4px}
+        code{background:#f5f5f7;padding:.1rem .35rem;border-radius:4px;overflow-wrap:anywhere}
+        ul{margin:.5rem 0 1rem;padding-left:1.25rem}
+        button.apple-button{font-family:inherit;cursor:pointer}
+        .apple-button+button.secondary{margin-top:.75rem}
         @media (max-width:30rem){body{padding:0;align-items:stretch}main{border-radius:0;box-shadow:none}}
         """
 }

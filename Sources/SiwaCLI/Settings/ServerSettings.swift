@@ -437,7 +437,7 @@ struct ServerSettings {
         }
         let known: Set<String> = [
             "id", "secretSHA256", "public", "redirectURIs", "scopes", "postLogoutRedirectURIs",
-            "idTokenSignedResponseAlg",
+            "idTokenSignedResponseAlg", "name",
         ]
         var clients: [OpenIDClient] = []
         for (index, element) in list.enumerated() {
@@ -508,6 +508,13 @@ struct ServerSettings {
                 }
                 algorithm = chosen
             }
+            var name: String?
+            if let value = object["name"] {
+                guard let text = value as? String, OpenIDClient.isValidName(text) else {
+                    throw problem("client \(id): \"name\" must be 1 to 64 characters (what users call the app)")
+                }
+                name = text
+            }
             clients.append(
                 OpenIDClient(
                     id: id,
@@ -515,7 +522,8 @@ struct ServerSettings {
                     redirectURIs: redirectURIs,
                     scopes: scopes,
                     postLogoutRedirectURIs: logoutURIs,
-                    idTokenSigningAlgorithm: algorithm
+                    idTokenSigningAlgorithm: algorithm,
+                    name: name
                 )
             )
         }

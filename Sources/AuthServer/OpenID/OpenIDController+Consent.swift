@@ -1,0 +1,194 @@
+import AccountStore
+import AppleSignIn
+import HTTPTypes
+import Hummingbird
+import Logging
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+extension OpenIDController {
+    /// `POST /oauth/authorize`'s (the consent form): the browser's siwa session from its cookie, sent from this site
+    /// (``CSRFCheck``, as every cookie-authenticated state change); the handler answers each refusal with a page.
+    static let consentFormAccess = RouteAccess(
+        credential: .session,
+        presentations: [.cookie],
+        required: false,
+        checksOrigin: true
+    )
+
+    /// Whether `userID` has allowed `client` at least `scope`.
+    func hasConsent(of userID: UserID, to client: OpenIDClient, for scope: Set<String>) async throws -> Bool {
+        guard let consent = try await store.clientConsent(userID: userID, clientID: client.id) else { return false }
+        return scope.isSubset(of: Self.scopeSet(consent.scope))
+    }
+
+    /// The consent page of a public client: what it will receive and where the browser goes next, with a form that
+    /// posts the authorization request back with the user's decision and a token bound to this browser's session and
+    /// to the client.
+    func consentPage(
+        _ parameters: [String: String],
+        client: OpenIDClient,
+        redirectURI: String,
+        checked: CheckedAuthorization,
+        user: UserRecord,
+        session: SessionID
+    ) -> Response {
+        let token = consentTokens.token(for: session, about: client.id)
+        let fields = parameters.filter { $0.key != "prompt" }.sorted { $0.key < $1.key } + [("consent_token", token)]
+        let hidden = fields.map { name, value in
+            #"<input type="hidden" name="\#(HTMLPage.escape(name))" value="\#(HTMLPage.escape(value))">"#
+        }
+        let app = HTMLPage.escape(client.displayName)
+        let receives = OpenIDConfiguration.supportedScopes.filter(checked.scope.contains).map { scope in
+            "<li>\(HTMLPage.escape(Self.scopeMeaning(scope, user: user)))</li>"
+        }
+        let signedInAs = user.displayName.map { "<p class=\"muted\">Signed in as \(HTMLPage.escape($0)).</p>\n" } ?? ""
+        let page = HTMLPage(
+            title: "Allow \(client.displayName)?",
+            main: """
+                <h1>Allow \u{201C}\(app)\u{201D} to sign you in?</h1>
+                \(signedInAs)<p>\u{201C}\(app)\u{201D} will receive:</p>
+                <ul>
+                \(receives.joined(separator: "\n"))
+                </ul>
+                <p class="notice">Allow it only if you opened \u{201C}\(app)\u{201D} yourself just now. You will be \
+                sent to <code>\(HTMLPage.escape(redirectURI))</code>.</p>
+                <form method="post" action="/oauth/authorize">
+                \(hidden.joined(separator: "\n"))
+                <button class="apple-button black" type="submit" name="decision" value="allow">Allow</button>
+                <button class="secondary" type="submit" name="decision" value="deny">Don\u{2019}t allow</button>
+                </form>
+                """
+        )
+        return HTMLPage.response(
+            page.html,
+            status: .ok,
+            policy: Self.consentPagePolicy(redirectURI: redirectURI)
+        )
+    }
+
+    /// The pages' policy, with the client's redirect URI among the form's targets: browsers check `form-action`
+    /// against the redirect that answers the form too, and the decision's answer is a redirect to the client.
+    static func consentPagePolicy(redirectURI: String) -> String {
+        guard let source = formActionSource(redirectURI) else { return HTMLPage.contentSecurityPolicy }
+        return HTMLPage.contentSecurityPolicy.replacing("form-action 'self'", with: "form-action 'self' \(source)")
+    }
+
+    /// The CSP source that matches a redirect URI: its origin for http and https, its scheme for an app's own
+    /// (`com.example.app:`); `nil` when it has characters a source cannot hold.
+    static func formActionSource(_ redirectURI: String) -> String? {
+        let scheme = redirectURI.prefix { $0 != ":" }.lowercased()
+        let source = scheme == "http" || scheme == "https" ? ReturnURLPolicy.origin(of: redirectURI) : scheme + ":"
+        let allowed = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+-.:/[]".utf8)
+        guard let source, source.utf8.count > 1, source.utf8.allSatisfy(allowed.contains) else { return nil }
+        return source
+    }
+
+    /// What a scope gives the client, in words, with the user's own data where siwa has it.
+    static func scopeMeaning(_ scope: String, user: UserRecord) -> String {
+        switch scope {
+        case "openid": "An id for your account, the same each time you sign in to it"
+        case "email": user.email.map { "Your e-mail address (\($0))" } ?? "Your e-mail address"
+        case "profile": "Your name"
+        default: scope
+        }
+    }
+
+    /// `POST /oauth/authorize`: the consent page's decision. The authorization request comes back in the form and is
+    /// checked again as a new one; the form must come from this site, in the browser session the page was made for,
+    /// for the same client. Allowing is remembered (``AccountStore/saveClientConsent(_:)``) and answered with a code;
+    /// declining with `access_denied`. Both are 303 redirects to the client. Without a session (it ended, or its
+    /// access token expired since) the browser signs in again and comes back to the consent page.
+    @Sendable func consent(_ request: Request, context: SiwaRequestContext) async throws -> Response {
+        var request = request
+        let formType = request.headers[.contentType]?.lowercased().hasPrefix("application/x-www-form-urlencoded")
+        let body: ByteBuffer
+        do {
+            body = try await request.collectBody(limit: configuration.maximumBodySize)
+        } catch let error as AuthServerError {
+            return WebErrorPage(error).response
+        }
+        guard formType == true, var fields = FormURLEncoding.decode(body.readableBytesView) else {
+            return Self.page("invalid_request", "The consent form could not be read. Go back to the app and try again.")
+        }
+        let decision = fields.removeValue(forKey: "decision")
+        let token = fields.removeValue(forKey: "consent_token")
+        fields["prompt"] = nil
+        let client: OpenIDClient
+        let redirect: AuthorizationRedirect
+        let checked: CheckedAuthorization
+        switch validate(fields, wellFormed: true, redirectStatus: .seeOther, logger: context.logger) {
+        case .valid(let valid):
+            (client, redirect, checked) = (valid.client, valid.redirect, valid.checked)
+        case .refused(let answer):
+            return answer
+        }
+        guard client.requiresConsent else {
+            return Self.page("invalid_request", "This application does not ask for your consent.")
+        }
+        let claims: AccessTokenClaims
+        switch context.authentication {
+        case .session(let session, _):
+            claims = session
+        case .refused(let error) where error.code == AuthServerError.Code.csrfCheckFailed:
+            context.logger.info("OpenID consent refused: cross-site form", metadata: ["client": "\(client.id)"])
+            return WebErrorPage(
+                status: .forbidden,
+                code: error.code,
+                reason: "This consent form was sent from another site, so it was ignored. Go back to the app and "
+                    + "sign in again."
+            ).response
+        default:
+            return signInFirst(fields)
+        }
+        guard consentTokens.accepts(token, for: claims.sessionID, about: client.id) else {
+            context.logger.info("OpenID consent refused: form token", metadata: ["client": "\(client.id)"])
+            return WebErrorPage(
+                status: .forbidden,
+                code: "invalid_consent_form",
+                reason: "This consent form has expired or was made for another sign-in. Go back to the app and sign "
+                    + "in again."
+            ).response
+        }
+        guard let user = try await store.user(id: claims.userID), user.status == .active else {
+            return redirect.error(.init("access_denied", "the account is disabled or no longer exists"))
+        }
+        switch decision {
+        case "allow":
+            let earlier = try await store.clientConsent(userID: user.id, clientID: client.id)
+            let scope = checked.scope.union(earlier.map { Self.scopeSet($0.scope) } ?? [])
+            try await store.saveClientConsent(
+                ClientConsentRecord(
+                    userID: user.id,
+                    clientID: client.id,
+                    scope: Self.scopeString(scope),
+                    grantedAt: clock.now
+                )
+            )
+            await sessions.audit.append(
+                .clientConsentGranted,
+                userID: user.id,
+                actor: .user,
+                sessionID: claims.sessionID,
+                details: ["client": client.id, "scope": Self.scopeString(scope)]
+            )
+            return try await issueCode(
+                to: client,
+                redirect: redirect,
+                checked: checked,
+                user: user,
+                browserSession: claims,
+                logger: context.logger
+            )
+        case "deny":
+            context.logger.info("OpenID consent declined", metadata: ["client": "\(client.id)"])
+            return redirect.error(.init("access_denied", "the user did not allow the application"))
+        default:
+            return Self.page("invalid_request", "The consent form has no decision. Go back to the app and try again.")
+        }
+    }
+}
