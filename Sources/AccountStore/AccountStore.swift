@@ -174,6 +174,14 @@ public protocol AccountStore: Sendable {
         now: Date
     ) async throws(StoreError) -> AuthorizationCodeOutcome
 
+    // MARK: Announcements
+
+    /// What this store's other users (other instances, operator commands) change, announced as they commit, for as
+    /// long as the caller iterates: every ending and account change is honoured at once rather than at the next poll.
+    /// The stream starts with ``StoreAnnouncement/resynchronize`` and says it again after any gap (a lost connection).
+    /// `nil` when the store cannot announce (in memory, SQLite: one process): the caller polls.
+    func announcements() -> AsyncStream<StoreAnnouncement>?
+
     // MARK: OpenID Connect consents
 
     /// What `userID` has allowed the public relying party `clientID`; `nil` when nothing. Deleting or anonymising the

@@ -42,8 +42,17 @@ public final class SQLAccountStore: AccountStore {
     /// ``schemaVersion`` for one already current, anything between for one it upgraded.
     public let openedAtSchemaVersion: Int
 
-    init(connections: any SQLConnections, logger: Logger, openedAtSchemaVersion: Int = SQLSchema.currentVersion) {
+    /// Hears other instances' changes (PostgreSQL with siwa's pool); `nil`: the store announces nothing.
+    let announcementListener: PostgresAnnouncementListener?
+
+    init(
+        connections: any SQLConnections,
+        logger: Logger,
+        openedAtSchemaVersion: Int = SQLSchema.currentVersion,
+        announcementListener: PostgresAnnouncementListener? = nil
+    ) {
         self.connections = connections
+        self.announcementListener = announcementListener
         self.openedAtSchemaVersion = openedAtSchemaVersion
         self.logger = logger
         self.driverLogger = Self.driverLogger(logger)
@@ -192,9 +201,17 @@ public final class SQLAccountStore: AccountStore {
         }
         let limit = maximumConnections ?? defaultMaximumConnections
         let connections: any SQLConnections
+        var listener: PostgresAnnouncementListener?
         switch pooling {
         case .siwa:
             let opener = PostgresOpener(configuration)
+            let announcementLogger = driverLogger(logger)
+            listener = PostgresAnnouncementListener(
+                open: { logger in
+                    try await opener.open(logger: logger, on: MultiThreadedEventLoopGroup.singleton.any()).get()
+                },
+                logger: announcementLogger
+            )
             connections = SQLConnectionPool(
                 open: { logger, eventLoop in opener.open(logger: logger, on: eventLoop) },
                 flavor: .postgres,
@@ -209,7 +226,7 @@ public final class SQLAccountStore: AccountStore {
                 logger: driverLogger(logger)
             )
         }
-        return try await open(connections, schema: schema, logger: logger)
+        return try await open(connections, schema: schema, logger: logger, announcementListener: listener)
     }
 
     /// Runs a step of opening a store again while SQLite answers busy or locked, for up to `patience`.
@@ -270,7 +287,8 @@ public final class SQLAccountStore: AccountStore {
     private static func open(
         _ connections: any SQLConnections,
         schema: String?,
-        logger: Logger
+        logger: Logger,
+        announcementListener: PostgresAnnouncementListener? = nil
     ) async throws(StoreError) -> SQLAccountStore {
         let before: Int
         do {
@@ -287,7 +305,33 @@ public final class SQLAccountStore: AccountStore {
             await connections.shutdown()
             throw StoreError(mapping: error, during: "migrate the store")
         }
-        return SQLAccountStore(connections: connections, logger: logger, openedAtSchemaVersion: before)
+        return SQLAccountStore(
+            connections: connections,
+            logger: logger,
+            openedAtSchemaVersion: before,
+            announcementListener: announcementListener
+        )
+    }
+
+    /// Tests only: ends every connection to this database that listens for announcements, as a restart or a failover
+    /// of the server would; returns how many it ended.
+    package func terminateListeningConnections() async throws(StoreError) -> Int {
+        try await read("end the listening connections") { database in
+            let row = try await database.raw(
+                """
+                SELECT count(pg_terminate_backend(pid)) AS ended FROM pg_stat_activity
+                WHERE datname = current_database() AND pid <> pg_backend_pid()
+                    AND query LIKE \(bind: "LISTEN%\(SQLSchema.announcementChannel)%")
+                """
+            ).first()
+            return Int(try row?.decode(column: "ended", as: Int64.self) ?? 0)
+        }
+    }
+
+    /// On PostgreSQL, what other instances and operator commands end and change, heard on one connection of the
+    /// store's own beside the pool (``PostgresAnnouncementListener``); `nil` on SQLite.
+    public func announcements() -> AsyncStream<StoreAnnouncement>? {
+        announcementListener?.stream()
     }
 
     /// Closes every pooled connection. Calls afterwards fail with ``StoreError/Code/unavailable``; a second call does

@@ -251,6 +251,9 @@ enum SQLSchema {
             )
             """
         ],
+        // 9: on PostgreSQL, triggers that announce endings and changes to every instance as they commit
+        // (``announcementTriggers``); SQLite has one process, which knows its own changes.
+        [],
     ]
 
     /// The schema version this build of siwa writes.
@@ -266,9 +269,56 @@ enum SQLSchema {
         switch version {
         case 5: try await fillSearchKeys(database)
         case 7: try await dropRefreshTokensAccountKey(database, flavor: flavor)
+        case 9 where flavor == .postgres:
+            for statement in announcementTriggers { try await database.raw(SQLQueryString(statement)).run() }
         default: break
         }
     }
+
+    /// The channel of the announcements (``PostgresAnnouncementListener``).
+    static let announcementChannel = "siwa_changes"
+
+    /// Version 9 on PostgreSQL: `NOTIFY` on ``announcementChannel`` for each session ended, account deleted or changed
+    /// and signing-key change, with the table's schema first (instances of two deployments in one database hear each
+    /// other's channel and keep only their own). A notification is sent when its transaction commits, and only then.
+    /// The session trigger names `revoked_at` and fires only when it is set: a sign-in's or a rotation's writes to
+    /// `sessions` never notify.
+    static let announcementTriggers = [
+        """
+        CREATE FUNCTION siwa_announce() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            IF TG_TABLE_NAME = 'sessions' THEN
+                PERFORM pg_notify('\(announcementChannel)',
+                    TG_TABLE_SCHEMA || ' session ' || NEW.id || ' ' || NEW.revoked_at);
+            ELSIF TG_TABLE_NAME = 'account_deletions' THEN
+                PERFORM pg_notify('\(announcementChannel)',
+                    TG_TABLE_SCHEMA || ' deletion ' || NEW.user_id || ' ' || NEW.deleted_at);
+            ELSIF TG_TABLE_NAME = 'users' THEN
+                PERFORM pg_notify('\(announcementChannel)', TG_TABLE_SCHEMA || ' account ' || NEW.id);
+            ELSE
+                PERFORM pg_notify('\(announcementChannel)', TG_TABLE_SCHEMA || ' keys');
+            END IF;
+            RETURN NULL;
+        END
+        $$
+        """,
+        """
+        CREATE TRIGGER sessions_announce_end AFTER UPDATE OF revoked_at ON sessions FOR EACH ROW
+        WHEN (OLD.revoked_at IS NULL AND NEW.revoked_at IS NOT NULL) EXECUTE FUNCTION siwa_announce()
+        """,
+        """
+        CREATE TRIGGER account_deletions_announce AFTER INSERT ON account_deletions FOR EACH ROW
+        EXECUTE FUNCTION siwa_announce()
+        """,
+        """
+        CREATE TRIGGER users_announce_change AFTER UPDATE ON users FOR EACH ROW
+        WHEN (OLD.updated_at IS DISTINCT FROM NEW.updated_at) EXECUTE FUNCTION siwa_announce()
+        """,
+        """
+        CREATE TRIGGER signing_keys_announce AFTER INSERT OR UPDATE OR DELETE ON signing_keys FOR EACH STATEMENT
+        EXECUTE FUNCTION siwa_announce()
+        """,
+    ]
 
     /// Version 5: the search keys of emails and names that are not all ASCII, which `lower` left unfolded
     /// (``SearchKey`` folds every letter).
