@@ -59,6 +59,27 @@ struct NativeFlowTests {
         }
     }
 
+    @Test func tokenHeadersCarryAlgAndKidAndNoTyp() async throws {
+        try await EmulatorHarness.run { emulator in
+            let credential = try await emulator.nativeSignIn("header@example.com")
+            #expect(try await emulator.notify("header@example.com", "email-disabled").status == 200)
+            let body = try #require(emulator.notifications.all.first)
+            let payload = try #require(
+                (try JSONSerialization.jsonObject(with: Data(body)) as? [String: String])?["payload"]
+            )
+            let keys = try await emulator.send(.get, "/auth/keys")
+            let kid = try #require(keys.body.firstMatch(of: /"kid":"([^"]+)"/)?.1)
+            for token in [try #require(credential["identityToken"] as? String), payload] {
+                let header = try #require(token.split(separator: ".").first)
+                var base64 = header.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+                base64 += String(repeating: "=", count: (4 - base64.count % 4) % 4)
+                let fields = try JSONSerialization.jsonObject(with: try #require(Data(base64Encoded: base64)))
+                let object = try #require(fields as? [String: String])
+                #expect(object == ["alg": "RS256", "kid": String(kid)], "Apple's headers have no typ")
+            }
+        }
+    }
+
     @Test func firstAuthorizationCarriesNameAndEmailLaterOnesDoNot() async throws {
         try await EmulatorHarness.run { emulator in
             let first = try await emulator.nativeSignIn("first@example.com", givenName: "Fiona")

@@ -71,7 +71,7 @@ extension AppleIDEmulator {
             do throws(AppleOAuthError) {
                 answer = try await state.token(form)
             } catch {
-                await state.log("token", grantType: form.grant_type, clientID: form.client_id, outcome: error.error)
+                await state.log("token", grantType: form.grant_type, clientID: form.client_id, outcome: error.outcome)
                 return try Self.appleError(error)
             }
             await state.log("token", grantType: form.grant_type, clientID: form.client_id, outcome: "200")
@@ -88,7 +88,7 @@ extension AppleIDEmulator {
                     "revoke",
                     grantType: form.token_type_hint,
                     clientID: form.client_id,
-                    outcome: error.error
+                    outcome: error.outcome
                 )
                 return try Self.appleError(error)
             }
@@ -104,7 +104,7 @@ extension AppleIDEmulator {
             do throws(AppleOAuthError) {
                 answer = try await state.migrationInfo(form, bearer: bearer)
             } catch {
-                await state.log("usermigrationinfo", clientID: form.client_id, outcome: error.error)
+                await state.log("usermigrationinfo", clientID: form.client_id, outcome: error.outcome)
                 return try Self.appleError(error)
             }
             await state.log("usermigrationinfo", clientID: form.client_id, outcome: "200")

@@ -1,7 +1,6 @@
 import Crypto
 import CryptoExtras
 import Foundation
-import JWTKit
 import Logging
 
 #if canImport(Glibc)
@@ -17,10 +16,10 @@ actor EmulatorState {
     private let stateFile: String?
     private let logger: Logger
     private var records: EmulatorRecords
-    private var signer = JWTKeyCollection()
+    private var signingKey: _RSA.Signing.PrivateKey
     private var currentKid = ""
     /// ES256 public keys of the teams, by team id: client secrets must verify with them.
-    private var teamKeys: [String: JWTKeyCollection] = [:]
+    private let teamKeys: [String: P256.Signing.PublicKey]
     private var faults: [String: EmulatorFault] = [:]
 
     init(
@@ -40,46 +39,33 @@ actor EmulatorState {
         } else {
             self.records = EmulatorRecords()
         }
+        var teamKeys: [String: P256.Signing.PublicKey] = [:]
         for team in configuration.teams {
-            let keys = JWTKeyCollection()
-            await keys.add(ecdsa: try ES256PublicKey(pem: team.publicKeyPEM), kid: JWKIdentifier(string: team.keyID))
-            teamKeys[team.teamID] = keys
+            teamKeys[team.teamID] = try P256.Signing.PublicKey(pemRepresentation: team.publicKeyPEM)
         }
+        self.teamKeys = teamKeys
         if let current = records.signingKeys.last(where: { $0.retiredAt == nil }) {
-            try await useSigningKey(current)
+            self.signingKey = try _RSA.Signing.PrivateKey(pemRepresentation: current.privateKeyPEM)
+            self.currentKid = current.kid
         } else {
-            try await addSigningKey()
+            self.signingKey = try _RSA.Signing.PrivateKey(keySize: .bits2048)
+            addSigningKey(signingKey)
         }
     }
 
     // MARK: Keys
 
-    private func addSigningKey() async throws {
-        let key = try _RSA.Signing.PrivateKey(keySize: .bits2048)
+    /// Makes `key` the one that signs, under a new `kid`, and keeps it.
+    private func addSigningKey(_ key: _RSA.Signing.PrivateKey) {
         let record = SigningKeyRecord(
             kid: Self.randomAlphanumeric(10),
             privateKeyPEM: key.pemRepresentation,
             createdAt: now()
         )
         records.signingKeys.append(record)
-        try await useSigningKey(record)
-        save()
-    }
-
-    private func useSigningKey(_ record: SigningKeyRecord) async throws {
-        let collection = JWTKeyCollection()
-        // Apple writes `https://appleid.apple.com`, not `https:\/\/appleid.apple.com`.
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = .withoutEscapingSlashes
-        encoder.dateEncodingStrategy = .secondsSince1970
-        await collection.add(
-            rsa: try Insecure.RSA.PrivateKey(pem: record.privateKeyPEM),
-            digestAlgorithm: .sha256,
-            kid: JWKIdentifier(string: record.kid),
-            serializer: DefaultJWTSerializer(jsonEncoder: encoder)
-        )
-        signer = collection
+        signingKey = key
         currentKid = record.kid
+        save()
     }
 
     /// The key set at `/auth/keys`: the current key and rotated-out keys still in their grace period.
@@ -92,7 +78,7 @@ actor EmulatorState {
                 .getKeyPrimitives()
             keys.append([
                 "kty": "RSA", "kid": record.kid, "use": "sig", "alg": "RS256",
-                "n": Self.base64URL(primitives.modulus), "e": Self.base64URL(primitives.publicExponent),
+                "n": CompactJWS.base64URL(primitives.modulus), "e": CompactJWS.base64URL(primitives.publicExponent),
             ])
         }
         let encoder = JSONEncoder()
@@ -101,11 +87,12 @@ actor EmulatorState {
     }
 
     /// A new current key; the old one stays published for the grace period.
-    func rotateKeys() async throws -> String {
+    func rotateKeys() throws -> String {
+        let key = try _RSA.Signing.PrivateKey(keySize: .bits2048)
         for index in records.signingKeys.indices where records.signingKeys[index].retiredAt == nil {
             records.signingKeys[index].retiredAt = now()
         }
-        try await addSigningKey()
+        addSigningKey(key)
         return currentKid
     }
 
@@ -211,7 +198,7 @@ actor EmulatorState {
         native: Bool,
         code: String? = nil,
         lifetime: Int = 600
-    ) async throws -> String {
+    ) throws -> String {
         let link = link(appleID, team: teamID)
         let (email, isPrivate) = visibleEmail(appleID, team: teamID)
         let nowSeconds = Int(now().timeIntervalSince1970)
@@ -230,7 +217,7 @@ actor EmulatorState {
             nonce: nonce,
             // As Apple does next to a code: base64url of the left half of the code's SHA-256 (OpenID Connect Core
             // 3.3.2.11). It also makes two sign-ins in one second two different tokens, as on a device.
-            cHash: code.map { Self.base64URL(Data(SHA256.hash(data: Array($0.utf8)).prefix(16))) },
+            cHash: code.map { CompactJWS.base64URL(Data(SHA256.hash(data: Array($0.utf8)).prefix(16))) },
             email: email,
             emailVerified: true,
             isPrivateEmail: isPrivate,
@@ -239,7 +226,7 @@ actor EmulatorState {
             realUserStatus: native ? 2 : nil,
             transferSub: transfer?.transferSub
         )
-        return try await signer.sign(claims, kid: JWKIdentifier(string: currentKid))
+        return try CompactJWS.signRS256(claims, kid: currentKid, key: signingKey)
     }
 
     private func issueCode(
@@ -261,44 +248,60 @@ actor EmulatorState {
         return code
     }
 
-    /// Checks `client_id` and `client_secret` as Apple does.
+    /// Checks `client_id` and `client_secret` as Apple does. Every failure of the secret is a bare `invalid_client`
+    /// on the wire, as at Apple; the reason goes to the emulator's log, never the secret.
     private func authenticateClient(
         clientID: String?,
         clientSecret: String?
-    ) async throws(AppleOAuthError) -> EmulatorConfiguration.Team {
+    ) throws(AppleOAuthError) -> EmulatorConfiguration.Team {
         guard let clientID, !clientID.isEmpty else { throw .invalidRequest("client_id is missing") }
-        guard let (team, _) = configuration.team(ofClient: clientID) else { throw .invalidClient("unknown client_id") }
+        guard let (team, _) = configuration.team(ofClient: clientID) else {
+            throw .refusedClient("no team registers client_id \(clientID)")
+        }
         guard let clientSecret, !clientSecret.isEmpty else { throw .invalidRequest("client_secret is missing") }
-        guard let keys = teamKeys[team.teamID] else { throw .invalidClient("team has no key") }
-        let claims: ClientSecretClaims
-        do {
-            claims = try await keys.verify(clientSecret, as: ClientSecretClaims.self)
-        } catch {
-            throw .invalidClient("client_secret is not an ES256 JWT signed by the team's key")
+        guard let key = teamKeys[team.teamID] else { throw .refusedClient("team \(team.teamID) has no key") }
+        guard let parts = CompactJWS.Parts(clientSecret),
+            let header = try? JSONDecoder().decode(ClientSecretHeader.self, from: parts.header)
+        else { throw .refusedClient("client_secret is not a JWT") }
+        guard header.alg == "ES256" else {
+            throw .refusedClient("client_secret alg is \(header.alg ?? "missing"), not ES256")
+        }
+        guard header.kid == team.keyID else {
+            throw .refusedClient("client_secret kid is \(header.kid ?? "missing"), not the team's key id \(team.keyID)")
+        }
+        guard CompactJWS.isSignedES256(parts, by: key) else {
+            throw .refusedClient("client_secret is not signed by the team's key \(team.keyID)")
+        }
+        guard let claims = try? JSONDecoder().decode(ClientSecretClaims.self, from: parts.payload) else {
+            throw .refusedClient("client_secret lacks iss, iat, exp, aud or sub")
         }
         let nowSeconds = Int(now().timeIntervalSince1970)
-        guard claims.iss == team.teamID else { throw .invalidClient("client_secret iss is not the team id") }
-        guard claims.sub == clientID else { throw .invalidClient("client_secret sub is not the client_id") }
-        guard claims.aud.values.contains("https://appleid.apple.com") else {
-            throw .invalidClient("client_secret aud is not https://appleid.apple.com")
+        guard claims.iss == team.teamID else {
+            throw .refusedClient("client_secret iss is \(claims.iss), not the team id \(team.teamID)")
         }
-        guard claims.exp > nowSeconds else { throw .invalidClient("client_secret has expired") }
-        guard claims.iat <= nowSeconds + 60 else { throw .invalidClient("client_secret iat is in the future") }
+        guard claims.sub == clientID else {
+            throw .refusedClient("client_secret sub is \(claims.sub), not the client_id \(clientID)")
+        }
+        guard claims.aud.values.contains("https://appleid.apple.com") else {
+            throw .refusedClient("client_secret aud is not https://appleid.apple.com")
+        }
+        guard claims.exp > nowSeconds else { throw .refusedClient("client_secret has expired") }
+        guard claims.iat <= nowSeconds + 60 else { throw .refusedClient("client_secret iat is in the future") }
         guard claims.exp - claims.iat <= 15_777_000 else {
-            throw .invalidClient("client_secret lives longer than 6 months")
+            throw .refusedClient("client_secret lives longer than 6 months (15777000 s)")
         }
         return team
     }
 
     /// `POST /auth/token`.
-    func token(_ form: TokenForm) async throws(AppleOAuthError) -> TokenResponse {
+    func token(_ form: TokenForm) throws(AppleOAuthError) -> TokenResponse {
         guard let grantType = form.grant_type, !grantType.isEmpty else {
             throw .invalidRequest("grant_type is missing")
         }
         guard ["authorization_code", "refresh_token", "client_credentials"].contains(grantType) else {
             throw AppleOAuthError(error: "unsupported_grant_type", description: nil)
         }
-        let team = try await authenticateClient(clientID: form.client_id, clientSecret: form.client_secret)
+        let team = try authenticateClient(clientID: form.client_id, clientSecret: form.client_secret)
         let clientID = form.client_id ?? ""
         switch grantType {
         case "authorization_code":
@@ -329,7 +332,7 @@ actor EmulatorState {
                 appleID: record.appleID,
                 refreshToken: refreshToken
             )
-            let idToken = try await signedIdentityToken(
+            let idToken = try signedIdentityToken(
                 appleID: record.appleID,
                 teamID: team.teamID,
                 clientID: clientID,
@@ -355,7 +358,7 @@ actor EmulatorState {
                 appleID: record.appleID,
                 refreshToken: token
             )
-            let idToken = try await signedIdentityToken(
+            let idToken = try signedIdentityToken(
                 appleID: record.appleID,
                 teamID: team.teamID,
                 clientID: clientID,
@@ -384,10 +387,10 @@ actor EmulatorState {
         clientID: String,
         nonce: String?
     )
-        async throws(AppleOAuthError) -> String
+        throws(AppleOAuthError) -> String
     {
         do {
-            return try await identityToken(
+            return try identityToken(
                 appleID: appleID,
                 teamID: teamID,
                 clientID: clientID,
@@ -412,8 +415,8 @@ actor EmulatorState {
     }
 
     /// `POST /auth/revoke`: 200 also for unknown tokens.
-    func revoke(_ form: RevokeForm) async throws(AppleOAuthError) {
-        _ = try await authenticateClient(clientID: form.client_id, clientSecret: form.client_secret)
+    func revoke(_ form: RevokeForm) throws(AppleOAuthError) {
+        _ = try authenticateClient(clientID: form.client_id, clientSecret: form.client_secret)
         guard let token = form.token, !token.isEmpty else { throw .invalidRequest("token is missing") }
         if var record = records.refreshTokens[token], record.clientID == form.client_id {
             record.revoked = true
@@ -471,7 +474,7 @@ actor EmulatorState {
     }
 
     /// Continue: code, id_token, state, and `user` on the first authorization of this Apple ID for the team.
-    func consent(_ parameters: AuthorizeParameters) async throws -> Authorization {
+    func consent(_ parameters: AuthorizeParameters) throws -> Authorization {
         let team = try checkAuthorize(parameters)
         let clientID = parameters.client_id ?? ""
         let email = (parameters.email ?? "").trimmingCharacters(in: .whitespaces)
@@ -490,7 +493,7 @@ actor EmulatorState {
             fields.append(
                 (
                     "id_token",
-                    try await identityToken(
+                    try identityToken(
                         appleID: appleID,
                         teamID: team.teamID,
                         clientID: clientID,
@@ -523,7 +526,7 @@ actor EmulatorState {
     /// - Returns: the credential, and whether `clientId` is registered.
     func nativeSignIn(
         _ request: NativeSignInRequest
-    ) async throws -> (credential: NativeCredential, registered: Bool) {
+    ) throws -> (credential: NativeCredential, registered: Bool) {
         let registered = configuration.team(ofClient: request.clientId)?.0
         guard let team = registered ?? configuration.teams.first else {
             throw AppleOAuthError.invalidClient("no team is configured")
@@ -539,7 +542,7 @@ actor EmulatorState {
             redirectURI: nil,
             nonce: request.nonce
         )
-        let token = try await identityToken(
+        let token = try identityToken(
             appleID: appleID,
             teamID: team.teamID,
             clientID: request.clientId,
@@ -565,7 +568,7 @@ actor EmulatorState {
 
     /// Signs a notification for `clientID` about `email`'s Apple ID and applies its effect; returns what to POST where,
     /// kept (the last 100) for redelivery.
-    func notification(clientID: String, email: String, type: String) async throws -> SentNotificationRecord {
+    func notification(clientID: String, email: String, type: String) throws -> SentNotificationRecord {
         guard let (team, client) = configuration.team(ofClient: clientID) else {
             throw AppleOAuthError.invalidClient("unknown clientId")
         }
@@ -604,7 +607,7 @@ actor EmulatorState {
             jti: Self.randomAlphanumeric(22),
             events: String(decoding: try JSONEncoder().encode(event), as: UTF8.self)
         )
-        let payload = try await signer.sign(claims, kid: JWKIdentifier(string: currentKid))
+        let payload = try CompactJWS.signRS256(claims, kid: currentKid, key: signingKey)
         let sent = SentNotificationRecord(
             id: Self.randomHex(8),
             type: type,
@@ -658,8 +661,8 @@ actor EmulatorState {
     // MARK: Team transfer (TN3159)
 
     /// `POST /auth/usermigrationinfo`.
-    func migrationInfo(_ form: MigrationForm, bearer: String?) async throws(AppleOAuthError) -> [String: String] {
-        let team = try await authenticateClient(clientID: form.client_id, clientSecret: form.client_secret)
+    func migrationInfo(_ form: MigrationForm, bearer: String?) throws(AppleOAuthError) -> [String: String] {
+        let team = try authenticateClient(clientID: form.client_id, clientSecret: form.client_secret)
         guard let bearer, let grant = records.migrationTokens[bearer], grant.teamID == team.teamID,
             grant.expiresAt > now()
         else {
@@ -763,11 +766,6 @@ actor EmulatorState {
         var generator = SystemRandomNumberGenerator()
         let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")
         return String((0..<count).map { _ in alphabet.randomElement(using: &generator)! })
-    }
-
-    static func base64URL(_ data: Data) -> String {
-        data.base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
-            .replacingOccurrences(of: "=", with: "")
     }
 }
 

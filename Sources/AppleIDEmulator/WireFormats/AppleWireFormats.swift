@@ -1,11 +1,10 @@
 import Foundation
-import JWTKit
 
 // Apple's wire formats, re-declared here from Apple's documentation on purpose: the emulator does not import
 // AppleSignIn, so a field name wrong in one cannot be wrong in both and still pass every test.
 
 /// The claims of an identity token, as Apple signs them.
-struct IdentityTokenClaims: JWTPayload {
+struct IdentityTokenClaims: Encodable {
     var iss: String
     var aud: String
     var exp: Int
@@ -31,20 +30,16 @@ struct IdentityTokenClaims: JWTPayload {
         case realUserStatus = "real_user_status"
         case transferSub = "transfer_sub"
     }
-
-    func verify(using algorithm: some JWTAlgorithm) throws {}
 }
 
 /// The claims of a server-to-server notification; `events` is a JSON *string*.
-struct NotificationClaims: JWTPayload {
+struct NotificationClaims: Encodable {
     var iss: String
     var aud: String
     var exp: Int
     var iat: Int
     var jti: String
     var events: String
-
-    func verify(using algorithm: some JWTAlgorithm) throws {}
 }
 
 /// The object inside `events`.
@@ -63,7 +58,7 @@ struct NotificationEvent: Codable {
 }
 
 /// The claims of a developer's client secret (ES256).
-struct ClientSecretClaims: JWTPayload {
+struct ClientSecretClaims: Decodable {
     var iss: String
     var iat: Int
     var exp: Int
@@ -71,7 +66,7 @@ struct ClientSecretClaims: JWTPayload {
     var sub: String
 
     /// `aud` as a string or an array of strings.
-    enum AudienceValue: Codable {
+    enum AudienceValue: Decodable {
         case one(String)
         case many([String])
 
@@ -84,14 +79,6 @@ struct ClientSecretClaims: JWTPayload {
             }
         }
 
-        func encode(to encoder: any Encoder) throws {
-            var container = encoder.singleValueContainer()
-            switch self {
-            case .one(let value): try container.encode(value)
-            case .many(let values): try container.encode(values)
-            }
-        }
-
         var values: [String] {
             switch self {
             case .one(let value): return [value]
@@ -99,8 +86,12 @@ struct ClientSecretClaims: JWTPayload {
             }
         }
     }
+}
 
-    func verify(using algorithm: some JWTAlgorithm) throws {}
+/// The header of a developer's client secret: Apple wants `alg` ES256 and `kid` the id of the team's key.
+struct ClientSecretHeader: Decodable {
+    var alg: String?
+    var kid: String?
 }
 
 /// `POST /auth/token` form fields.
@@ -163,12 +154,21 @@ struct AppleOAuthError: Error {
     var httpCode: Int = 400
     var error: String
     var description: String?
+    /// Why, for the emulator's log only: Apple's answer says no more than `error`.
+    var reason: String?
+
+    /// The outcome in the emulator's log: the code, and why when known.
+    var outcome: String { reason.map { "\(error) (\($0))" } ?? error }
 
     static func invalidRequest(_ description: String) -> AppleOAuthError {
         AppleOAuthError(error: "invalid_request", description: description)
     }
     static func invalidClient(_ description: String) -> AppleOAuthError {
         AppleOAuthError(error: "invalid_client", description: description)
+    }
+    /// Client authentication failed: Apple answers a bare `{"error":"invalid_client"}`, whatever the cause.
+    static func refusedClient(_ reason: String) -> AppleOAuthError {
+        AppleOAuthError(error: "invalid_client", description: nil, reason: reason)
     }
     static func invalidGrant(_ description: String) -> AppleOAuthError {
         AppleOAuthError(error: "invalid_grant", description: description)
