@@ -18,6 +18,8 @@ public struct AppleIDEmulator: Sendable {
     ///   - stateFile: a JSON file to keep state across restarts; memory only when `nil`.
     ///   - now: the wall clock.
     ///   - logger: request outcomes; never tokens.
+    /// - Throws: ``EmulatorConfigurationError`` for a configuration the emulator cannot run with or Apple would refuse
+    ///   (``EmulatorConfiguration/validate()``), or an error reading `stateFile`.
     public init(
         configuration: EmulatorConfiguration,
         delivery: (any NotificationDelivery)?,

@@ -1,7 +1,11 @@
 public import Crypto
 public import Foundation
 
-/// What the emulator knows about developers: their teams, keys and clients. JSON-codable for `--config FILE`.
+/// What the emulator knows about developers: their teams, keys and clients. JSON-codable for `--config FILE`; read one
+/// with ``init(json:)``, whose errors name the field and what to write.
+///
+/// The emulator refuses what Apple's developer account refuses to register (``validate()``): a redirect URI that is
+/// not https on a domain name, unless ``allowLocalRedirectURIs`` is set for local development.
 public struct EmulatorConfiguration: Codable, Sendable {
     /// A developer team.
     public struct Team: Codable, Sendable {
@@ -9,8 +13,10 @@ public struct EmulatorConfiguration: Codable, Sendable {
         public var teamID: String
         /// The id of the team's Sign in with Apple key.
         public var keyID: String
-        /// The key's public half (PEM), which client secrets must verify with.
+        /// The key's public half (PEM), which client secrets must verify with: `openssl ec -in AuthKey_KEYID.p8 -pubout`
+        /// prints it from the `.p8`.
         public var publicKeyPEM: String
+        /// The team's bundle ids and Services IDs.
         public var clients: [Client]
 
         public init(teamID: String, keyID: String, publicKeyPEM: String, clients: [Client]) {
@@ -23,8 +29,9 @@ public struct EmulatorConfiguration: Codable, Sendable {
 
     /// A bundle id or Services ID registered for Sign in with Apple.
     public struct Client: Codable, Sendable {
+        /// The bundle id or Services ID: the `client_id` of Apple's endpoints and the `aud` of its tokens.
         public var clientID: String
-        /// Allowed `redirect_uri` values of the web flow (empty for a bundle id).
+        /// Allowed `redirect_uri` values of the web flow; a bundle id, signing in natively only, needs none.
         public var redirectURIs: [String]
         /// Where server-to-server notifications go.
         public var notificationURL: String?
@@ -33,6 +40,13 @@ public struct EmulatorConfiguration: Codable, Sendable {
             self.clientID = clientID
             self.redirectURIs = redirectURIs
             self.notificationURL = notificationURL
+        }
+
+        public init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            self.clientID = try container.decode(String.self, forKey: .clientID)
+            self.redirectURIs = try container.decodeIfPresent([String].self, forKey: .redirectURIs) ?? []
+            self.notificationURL = try container.decodeIfPresent(String.self, forKey: .notificationURL)
         }
     }
 
@@ -48,6 +62,9 @@ public struct EmulatorConfiguration: Codable, Sendable {
     ///
     /// - Warning: a name whose DNS someone else controls lets their pages read and drive the emulator (DNS rebinding).
     public var hostNames: [String]
+    /// Whether redirect URIs that Apple refuses to register (http, `localhost`, an IP address) are allowed: for a
+    /// server on a developer's machine. Off, the emulator refuses such a configuration as Apple would.
+    public var allowLocalRedirectURIs: Bool
 
     /// - Parameters:
     ///   - teams: the developer teams, their keys and clients.
@@ -55,18 +72,35 @@ public struct EmulatorConfiguration: Codable, Sendable {
     ///   - keyGracePeriod: how long a rotated-out signing key stays in the key set.
     ///   - faultHangDuration: how long an injected `timeout` fault holds a request.
     ///   - hostNames: the names besides loopback that the console and the control API answer to.
+    ///   - allowLocalRedirectURIs: whether http, `localhost` and IP-address redirect URIs are allowed (local
+    ///     development only: Apple refuses them).
     public init(
         teams: [Team],
         issuer: String = "https://appleid.apple.com",
         keyGracePeriod: TimeInterval = 3600,
         faultHangDuration: TimeInterval = 30,
-        hostNames: [String] = []
+        hostNames: [String] = [],
+        allowLocalRedirectURIs: Bool = false
     ) {
         self.teams = teams
         self.issuer = issuer
         self.keyGracePeriod = keyGracePeriod
         self.faultHangDuration = faultHangDuration
         self.hostNames = hostNames
+        self.allowLocalRedirectURIs = allowLocalRedirectURIs
+    }
+
+    /// Reads a `--config` file.
+    /// - Throws: ``EmulatorConfigurationError`` naming the field that is missing or of the wrong type and what to write
+    ///   there, rather than a decoding error.
+    public init(json: Data) throws(EmulatorConfigurationError) {
+        do {
+            self = try JSONDecoder().decode(Self.self, from: json)
+        } catch let error as DecodingError {
+            throw EmulatorConfigurationError(error)
+        } catch {
+            throw EmulatorConfigurationError(field: "the file", problem: "is not JSON", remedy: Self.example)
+        }
     }
 
     public init(from decoder: any Decoder) throws {
@@ -76,10 +110,18 @@ public struct EmulatorConfiguration: Codable, Sendable {
         self.keyGracePeriod = try container.decodeIfPresent(TimeInterval.self, forKey: .keyGracePeriod) ?? 3600
         self.faultHangDuration = try container.decodeIfPresent(TimeInterval.self, forKey: .faultHangDuration) ?? 30
         self.hostNames = try container.decodeIfPresent([String].self, forKey: .hostNames) ?? []
+        self.allowLocalRedirectURIs =
+            try container.decodeIfPresent(Bool.self, forKey: .allowLocalRedirectURIs) ?? false
     }
 
+    /// A configuration in one line, for error messages.
+    static let example =
+        #"{"teams": [{"teamID": "ABCDE12345", "keyID": "KEY1234567", "publicKeyPEM": "-----BEGIN PUBLIC KEY-----\n…", "#
+        + #""clients": [{"clientID": "com.example.app"}]}]} (docs/emulator.md)"#
+
     /// The demo setup `siwa emulator` and `siwa demo` use with no configuration: one team whose key is `key`, a bundle
-    /// id and a Services ID whose callback is on `serverURL`.
+    /// id and a Services ID whose callback is on `serverURL`. A local `serverURL` (`http://localhost:8080`) needs
+    /// ``allowLocalRedirectURIs``, which is left to the caller to turn on, and say.
     public static func demo(key: P256.Signing.PrivateKey, serverURL: String = "http://localhost:8080") -> Self {
         EmulatorConfiguration(teams: [
             Team(

@@ -55,8 +55,11 @@ struct DemoCommand: AsyncParsableCommand {
         let serverURL = "http://localhost:\(port)"
         let keyFile = try EmulatorCommand.demoKeyFile()
         let teamKey = try P256.Signing.PrivateKey(pemRepresentation: String(contentsOfFile: keyFile, encoding: .utf8))
+        var emulatorConfiguration = EmulatorConfiguration.demo(key: teamKey, serverURL: serverURL)
+        // The demo's callbacks are on http://localhost, which Apple refuses: allowed here, and said in the banner.
+        emulatorConfiguration.allowLocalRedirectURIs = true
         let emulator = try await AppleIDEmulator(
-            configuration: .demo(key: teamKey, serverURL: serverURL),
+            configuration: emulatorConfiguration,
             delivery: HTTPNotificationDelivery(),
             logger: logger
         )
@@ -163,6 +166,7 @@ struct DemoCommand: AsyncParsableCommand {
           emulator:  http://localhost:\(emulatorPort)  (plays appleid.apple.com)
 
         Sign in in a browser: open http://localhost:\(port)/login
+        \(EmulatorCommand.localRedirectURIsNotice)
         The emulator's console (Apple IDs, notifications, faults, log): http://localhost:\(emulatorPort)/
 
         Sign in as an iPhone app would:

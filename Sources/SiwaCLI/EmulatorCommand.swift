@@ -41,6 +41,16 @@ struct EmulatorCommand: AsyncParsableCommand {
     @Option(help: "A JSON file registering teams, keys and clients (EmulatorConfiguration).")
     var config: String?
 
+    @Flag(
+        name: .customLong("allow-local-redirect-uris"),
+        help: ArgumentHelp(
+            "Allow http, localhost and IP-address redirect URIs, which Apple refuses, for a server on this machine.",
+            discussion: "The demo team (no --config) always allows them; a --config file may say "
+                + "\"allowLocalRedirectURIs\": true instead."
+        )
+    )
+    var allowLocalRedirectURIs = false
+
     @Option(help: "A JSON file that keeps the emulator's state across restarts.")
     var state: String?
 
@@ -58,24 +68,34 @@ struct EmulatorCommand: AsyncParsableCommand {
                 throw ExitCode(2)
             }
             do {
-                configuration = try JSONDecoder().decode(EmulatorConfiguration.self, from: data)
+                configuration = try EmulatorConfiguration(json: data)
             } catch {
-                Terminal.error("error: --config: \(config) is not an emulator configuration: \(error)")
+                Terminal.error("error: --config \(config): \(error)")
                 throw ExitCode(2)
             }
         } else {
             let keyFile = try Self.demoKeyFile()
             let key = try P256.Signing.PrivateKey(pemRepresentation: String(contentsOfFile: keyFile, encoding: .utf8))
             configuration = .demo(key: key, serverURL: serverURL)
+            // The demo team's callbacks are on the developer's own server, usually http://localhost.
+            configuration.allowLocalRedirectURIs = true
             banner = Self.demoSettings(keyFile: keyFile, host: host, port: port) + "\n"
         }
         configuration.hostNames += allowedHosts
-        let emulator = try await AppleIDEmulator(
-            configuration: configuration,
-            delivery: HTTPNotificationDelivery(),
-            stateFile: state,
-            logger: logger
-        )
+        if allowLocalRedirectURIs { configuration.allowLocalRedirectURIs = true }
+        if configuration.allowLocalRedirectURIs { banner += Self.localRedirectURIsNotice + "\n" }
+        let emulator: AppleIDEmulator
+        do {
+            emulator = try await AppleIDEmulator(
+                configuration: configuration,
+                delivery: HTTPNotificationDelivery(),
+                stateFile: state,
+                logger: logger
+            )
+        } catch let error as EmulatorConfigurationError {
+            Terminal.error("error: --config \(config ?? "(the demo team)"): \(error)")
+            throw ExitCode(2)
+        }
         // Said once the port is bound, unbuffered: never "listening" for a port that turns out to be taken.
         banner += "Apple ID emulator listening on http://\(host):\(port)  (Ctrl-C stops it)\n"
         banner += "Its console, in a browser: http://\(host):\(port)/"
@@ -90,6 +110,11 @@ struct EmulatorCommand: AsyncParsableCommand {
             throw ExitCode(1)
         }
     }
+
+    /// Said once when the emulator allows what Apple refuses, so that nobody takes the demo's http callbacks for
+    /// something production accepts.
+    static let localRedirectURIsNotice =
+        "The emulator allows http, localhost and IP-address redirect URIs for local development; Apple refuses them."
 
     /// The demo team's key: created once in `siwa-emulator/`, reused after.
     static func demoKeyFile() throws -> String {

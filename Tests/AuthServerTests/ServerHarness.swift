@@ -159,7 +159,7 @@ struct ServerHarness: Sendable {
         webRedirectURIs: [String] = [],
         _ body: @escaping @Sendable (_ emulatorURL: String) async throws -> Void
     ) async throws {
-        let emulatorConfiguration = EmulatorConfiguration(teams: [
+        var emulatorConfiguration = EmulatorConfiguration(teams: [
             .init(
                 teamID: teamID,
                 keyID: keyID,
@@ -176,6 +176,8 @@ struct ServerHarness: Sendable {
                 clients: [.init(clientID: otherTeamBundleID)]
             ),
         ])
+        // The web harness's callbacks are on http://127.0.0.1, which Apple refuses: the emulator allows them here.
+        emulatorConfiguration.allowLocalRedirectURIs = true
         let emulator = try await AppleIDEmulator(
             configuration: emulatorConfiguration,
             delivery: nil,

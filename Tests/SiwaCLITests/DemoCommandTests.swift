@@ -93,6 +93,8 @@ struct DemoCommandTests {
             banner = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
         }
         #expect(banner.contains("siwa demo is running"), "the banner is in the file while the demo runs")
+        // Its callbacks are on http://localhost, which Apple refuses: the demo allows them, and says so once.
+        #expect(banner.components(separatedBy: "allows http, localhost and IP-address redirect URIs").count == 2)
         // Printed only once both ports were bound: both answer now.
         let server = try await URLSession.shared.data(from: URL(string: "http://127.0.0.1:\(port)/healthz")!)
         #expect((server.1 as? HTTPURLResponse)?.statusCode == 200)

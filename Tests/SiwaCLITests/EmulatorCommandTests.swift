@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import SiwaTesting
 import Testing
@@ -51,6 +52,8 @@ struct EmulatorCommandTests {
             #expect(printed.contains("SIWA_TEAM_ID=DEMOTEAM01"))
             #expect(printed.contains("SIWA_PRIVATE_KEY_FILE=siwa-emulator/AuthKey_DEMOKEY001.p8"))
             #expect(printed.contains("SIWA_APPLE_BASE_URL=http://127.0.0.1:\(port)"))
+            // The demo team's callbacks are on http://localhost, which Apple refuses: allowed here, and said.
+            #expect(printed.contains("allows http, localhost and IP-address redirect URIs"))
         }
     }
 
@@ -82,6 +85,93 @@ struct EmulatorCommandTests {
             #expect(try await Self.status(port: port, path: "/", host: "attacker.example:\(port)") == 421)
             #expect(try await Self.status(port: port, path: "/emulator/log", host: "attacker.example:\(port)") == 421)
         }
+    }
+
+    /// What a developer's `--config` gets wrong, and the field the refusal must name.
+    static let wrongConfigurations: [(field: String, change: @Sendable (inout [String: Any]) -> Void)] = [
+        ("teams[0].keyID", { $0["keyID"] = nil }),
+        (
+            "teams[0].publicKeyPEM",
+            { $0["publicKeyPEM"] = "-----BEGIN PUBLIC KEY-----\nnot a key\n-----END PUBLIC KEY-----" }
+        ),
+        ("teams[0].clients[0].redirectURIs[0]", { $0["clients"] = [["clientID": "w", "redirectURIs": [7]]] }),
+        (
+            "teams[0].clients[0].redirectURIs[0]",
+            { $0["clients"] = [["clientID": "w", "redirectURIs": [Self.localCallback]]] }
+        ),
+    ]
+    static let localCallback = "http://localhost:8080/auth/apple/callback"
+
+    @Test(arguments: wrongConfigurations.indices)
+    func aConfigurationErrorNamesTheFieldAndWhatToWrite(index: Int) async throws {
+        let (field, change) = Self.wrongConfigurations[index]
+        try await withTemporaryFolder("siwa-emu-config") { folder in
+            var team = Self.team()
+            change(&team)
+            let (exited, output) = try await Self.start(folder, team: team, arguments: [])
+            #expect(exited, "the emulator refuses to start with \(field) wrong")
+            #expect(output.contains("error: --config"), "\(output)")
+            #expect(output.contains("\(field) "), "\(output)")
+            #expect(output.contains(": write "), "\(output)")
+            #expect(!output.contains("CodingKeys") && !output.contains("keyNotFound"), "\(output)")
+            #expect(!output.contains("not a key"), "a key is never echoed")
+        }
+    }
+
+    @Test func localRedirectURIsAreAllowedWhenAskedAndTheEmulatorSaysSo() async throws {
+        try await withTemporaryFolder("siwa-emu-local") { folder in
+            var team = Self.team()
+            team["clients"] = [["clientID": "com.example.web", "redirectURIs": [Self.localCallback]]]
+            let (exited, output) = try await Self.start(folder, team: team, arguments: ["--allow-local-redirect-uris"])
+            #expect(!exited, "\(output)")
+            #expect(output.contains("allows http, localhost and IP-address redirect URIs"), "\(output)")
+        }
+    }
+
+    /// A team of a `--config` file, with a fresh key and a native-only client.
+    private static func team() -> [String: Any] {
+        [
+            "teamID": "TEAMCONF01", "keyID": "KEYCONF001",
+            "publicKeyPEM": P256.Signing.PrivateKey().publicKey.pemRepresentation,
+            "clients": [["clientID": "com.example.app"]],
+        ]
+    }
+
+    /// Starts `siwa emulator --config` with `team`, and returns whether it exited (rather than serving) and what it
+    /// printed; a serving emulator is stopped.
+    private static func start(
+        _ folder: TemporaryFolder,
+        team: [String: Any],
+        arguments: [String]
+    ) async throws -> (exited: Bool, output: String) {
+        let config = folder.url.appendingPathComponent("emulator.json")
+        try JSONSerialization.data(withJSONObject: ["teams": [team]]).write(to: config)
+        let port = Int.random(in: 10_000...19_999)
+        let log = folder.url.appendingPathComponent("emulator.log").path
+        let process = try ChildProcess(
+            SiwaProcess.executable.path,
+            arguments: ["emulator", "--port", String(port), "--config", config.path] + arguments,
+            directory: folder.path,
+            stdout: log,
+            stderr: log
+        )
+        defer { process.terminate() }
+        var exited = false
+        var output = ""
+        // Until it exits, or serves and has said so (the banner follows the bound port by a moment).
+        for _ in 0..<100 {
+            output = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+            if !process.isRunning {
+                exited = true
+                output = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+                break
+            }
+            if output.contains("listening"), try await status(port: port, path: "/auth/keys", host: nil) == 200 {
+                break
+            }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        return (exited, output)
     }
 
     /// The status of a GET to the emulator on 127.0.0.1, sent with `host` as its `Host` header when given.

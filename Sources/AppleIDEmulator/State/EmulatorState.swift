@@ -28,6 +28,7 @@ actor EmulatorState {
         stateFile: String?,
         logger: Logger
     ) async throws {
+        try configuration.validate()
         self.configuration = configuration
         self.now = now
         self.stateFile = stateFile
