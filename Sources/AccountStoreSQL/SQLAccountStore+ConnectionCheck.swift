@@ -89,6 +89,43 @@ extension SQLAccountStore {
         }
     }
 
+    /// Opens the store in the SQLite file at `path` as it is, for checks that must change nothing (`siwa doctor`):
+    /// never creates the file, never migrates.
+    ///
+    /// - Throws: ``StoreError/Code/unavailable`` when there is no file, it cannot be opened, or its schema is older
+    ///   than ``schemaVersion`` (`siwa migrate` upgrades it); ``StoreError/Code/corrupt`` when it is newer.
+    public static func existingSQLite(path: String, logger: Logger) async throws(StoreError) -> SQLAccountStore {
+        try await sqlite(
+            path: path,
+            connectionsPerEventLoop: 1,
+            busyTimeout: .seconds(5),
+            migrating: false,
+            logger: logger
+        )
+    }
+
+    /// Opens the store in the PostgreSQL database of `url` (and `schema`, as for
+    /// ``postgres(url:schema:maximumConnections:logger:)``) as it is, with at most two connections, for checks that
+    /// must change nothing (`siwa doctor`): never migrates.
+    ///
+    /// - Throws: as ``existingSQLite(path:logger:)``, and as ``postgres(url:schema:maximumConnections:logger:)`` for a
+    ///   database that cannot be reached.
+    /// - Warning: `url` holds the database password: read it from a secret, never log it.
+    public static func existingPostgres(
+        url: String,
+        schema: String? = nil,
+        logger: Logger
+    ) async throws(StoreError) -> SQLAccountStore {
+        try await postgres(
+            url: url,
+            schema: schema,
+            maximumConnections: 2,
+            pooling: .siwa,
+            migrating: false,
+            logger: logger
+        )
+    }
+
     /// Checks that the PostgreSQL database of `url` accepts a login, without migrating it: connects, runs
     /// `SELECT 1`, and closes the connection.
     ///

@@ -75,13 +75,35 @@ public final class SQLAccountStore: AccountStore {
         busyTimeout: Duration = .seconds(5),
         logger: Logger
     ) async throws(StoreError) -> SQLAccountStore {
+        try await sqlite(
+            path: path,
+            connectionsPerEventLoop: connectionsPerEventLoop,
+            busyTimeout: busyTimeout,
+            migrating: true,
+            logger: logger
+        )
+    }
+
+    /// ``sqlite(path:connectionsPerEventLoop:busyTimeout:logger:)``, or, unless `migrating`, the file as it is: never
+    /// created, never migrated (``existingSQLite(path:logger:)``).
+    static func sqlite(
+        path: String,
+        connectionsPerEventLoop: Int,
+        busyTimeout: Duration,
+        migrating: Bool,
+        logger: Logger
+    ) async throws(StoreError) -> SQLAccountStore {
         guard !path.isEmpty, connectionsPerEventLoop > 0 else {
             throw StoreError(.invalidInput, "open the SQLite store: a path and at least one connection are needed")
         }
-        do {
-            try createPrivately(path)
-        } catch {
-            throw StoreError(.unavailable, "open the SQLite store: the file cannot be created (\(error))")
+        if migrating {
+            do {
+                try createPrivately(path)
+            } catch {
+                throw StoreError(.unavailable, "open the SQLite store: the file cannot be created (\(error))")
+            }
+        } else if access(path, F_OK) != 0 {
+            throw StoreError(.unavailable, "open the SQLite store: there is no database at \(path)")
         }
         let group = MultiThreadedEventLoopGroup.singleton
         let loops = Array(group.makeIterator()).count
@@ -128,7 +150,7 @@ public final class SQLAccountStore: AccountStore {
             await readers.shutdown()
             throw StoreError(mapping: error, during: "open the SQLite store")
         }
-        return try await open(connections, schema: nil, logger: logger)
+        return try await open(connections, schema: nil, migrating: migrating, logger: logger)
     }
 
     /// Opens a store in the PostgreSQL database of `url`.
@@ -178,6 +200,7 @@ public final class SQLAccountStore: AccountStore {
         schema: String?,
         maximumConnections: Int?,
         pooling: PostgresPooling,
+        migrating: Bool = true,
         logger: Logger
     ) async throws(StoreError) -> SQLAccountStore {
         if let maximumConnections, !maximumConnectionsRange.contains(maximumConnections) {
@@ -226,7 +249,13 @@ public final class SQLAccountStore: AccountStore {
                 logger: driverLogger(logger)
             )
         }
-        return try await open(connections, schema: schema, logger: logger, announcementListener: listener)
+        return try await open(
+            connections,
+            schema: schema,
+            migrating: migrating,
+            logger: logger,
+            announcementListener: listener
+        )
     }
 
     /// Runs a step of opening a store again while SQLite answers busy or locked, for up to `patience`.
@@ -283,13 +312,18 @@ public final class SQLAccountStore: AccountStore {
         return driverLogger
     }
 
-    /// Migrates the database behind `connections` and wraps it; closes the connections on failure.
+    /// Migrates the database behind `connections` (or, unless `migrating`, checks that its schema is current) and
+    /// wraps it; closes the connections on failure.
     private static func open(
         _ connections: any SQLConnections,
         schema: String?,
+        migrating: Bool,
         logger: Logger,
         announcementListener: PostgresAnnouncementListener? = nil
     ) async throws(StoreError) -> SQLAccountStore {
+        guard migrating else {
+            return try await openAsItIs(connections, logger: logger)
+        }
         let before: Int
         do {
             before = try await whileBusy(logger: logger) {
@@ -332,6 +366,35 @@ public final class SQLAccountStore: AccountStore {
     /// store's own beside the pool (``PostgresAnnouncementListener``); `nil` on SQLite.
     public func announcements() -> AsyncStream<StoreAnnouncement>? {
         announcementListener?.stream()
+    }
+
+    /// Wraps the database behind `connections` if its schema is the current one, changing nothing; closes the
+    /// connections otherwise.
+    private static func openAsItIs(
+        _ connections: any SQLConnections,
+        logger: Logger
+    ) async throws(StoreError) -> SQLAccountStore {
+        let found: Int
+        do {
+            let flavor = connections.flavor
+            found = try await whileBusy(logger: logger) {
+                try await connections.withConnection { database in
+                    try await SQLSchema.appliedVersion(ifCreatedIn: database, flavor: flavor)
+                }
+            }
+        } catch {
+            await connections.shutdown()
+            throw StoreError(mapping: error, during: "read the schema version")
+        }
+        guard found == schemaVersion else {
+            await connections.shutdown()
+            throw StoreError(
+                found > schemaVersion ? .corrupt : .unavailable,
+                "the database has schema version \(found) and this siwa's is \(schemaVersion)"
+                    + (found < schemaVersion ? ": siwa migrate upgrades it" : "")
+            )
+        }
+        return SQLAccountStore(connections: connections, logger: logger, openedAtSchemaVersion: found)
     }
 
     /// Closes every pooled connection. Calls afterwards fail with ``StoreError/Code/unavailable``; a second call does

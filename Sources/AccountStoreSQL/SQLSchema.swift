@@ -450,6 +450,18 @@ enum SQLSchema {
         }
     }
 
+    /// The highest applied migration, or 0 when the database has no schema table (yet), without creating one.
+    static func appliedVersion(ifCreatedIn database: any SQLDatabase, flavor: SQLFlavor) async throws -> Int {
+        let query: SQLQueryString =
+            switch flavor {
+            case .sqlite: "SELECT 1 AS found FROM sqlite_master WHERE type = 'table' AND name = 'schema_version'"
+            // `to_regclass` looks the table up along the search path, as the store's statements do.
+            case .postgres: "SELECT 1 AS found WHERE to_regclass('schema_version') IS NOT NULL"
+            }
+        guard try await database.raw(query).first() != nil else { return 0 }
+        return try await appliedVersion(database)
+    }
+
     /// The highest applied migration (0 for none).
     static func appliedVersion(_ database: any SQLDatabase) async throws -> Int {
         let row = try await database.raw("SELECT MAX(version) AS version FROM schema_version").first()

@@ -86,6 +86,32 @@ struct PostgresAccountStoreTests {
         try await StoreHarness.withPostgresStore(schema: schema) { try await UpgradeScenario.checkUpgraded($0) }
     }
 
+    /// A store opened as it is, for `siwa doctor`, migrates nothing: it opens a current database only.
+    @Test func aStoreOpenedAsItIsChangesNothing() async throws {
+        let url = try #require(StoreHarness.postgresURL)
+        let schema = StoreHarness.freshSchema()
+        let empty = await #expect(throws: StoreError.self) {
+            try await SQLAccountStore.existingPostgres(url: url, schema: schema, logger: StoreHarness.quietLogger)
+        }
+        #expect(empty?.code == .unavailable && empty?.reason.contains("schema version 0") == true)
+
+        try await UpgradeScenario.atVersion4 { try await StoreHarness.withPostgresStore(schema: schema) { _ in } }
+        let old = await #expect(throws: StoreError.self) {
+            try await SQLAccountStore.existingPostgres(url: url, schema: schema, logger: StoreHarness.quietLogger)
+        }
+        #expect(old?.reason.contains("schema version 4") == true, "\(String(describing: old))")
+
+        try await StoreHarness.withPostgresStore(schema: schema) { _ in }
+        let store = try await SQLAccountStore.existingPostgres(
+            url: url,
+            schema: schema,
+            logger: StoreHarness.quietLogger
+        )
+        let version = try await store.appliedSchemaVersion()
+        await store.shutdown()
+        #expect(version == SQLAccountStore.schemaVersion)
+    }
+
     @Test func aWrongPasswordIsUnavailableAndNotRepeated() async throws {
         let original = try #require(StoreHarness.postgresURL)
         var components = try #require(URLComponents(string: original))

@@ -194,6 +194,37 @@ import Foundation
         }
     }
 
+    /// A store opened as it is, for `siwa doctor`, creates no file and migrates nothing: it opens a current database
+    /// only.
+    @Test func aStoreOpenedAsItIsChangesNothing() async throws {
+        try await StoreHarness.withSQLitePath { path in
+            let missing = await #expect(throws: StoreError.self) {
+                try await SQLAccountStore.existingSQLite(path: path, logger: StoreHarness.quietLogger)
+            }
+            #expect(missing?.code == .unavailable)
+            #expect(!FileManager.default.fileExists(atPath: path), "no file is created")
+
+            try await UpgradeScenario.atVersion4 { try await StoreHarness.withSQLiteStore(path: path) { _ in } }
+            let old = await #expect(throws: StoreError.self) {
+                try await SQLAccountStore.existingSQLite(path: path, logger: StoreHarness.quietLogger)
+            }
+            #expect(
+                old?.code == .unavailable && old?.reason.contains("siwa migrate") == true,
+                "\(String(describing: old))"
+            )
+            let connection = try await SQLiteConnection.open(storage: .file(path: path))
+            let rows = try await connection.query("SELECT MAX(version) AS version FROM schema_version", [])
+            try await connection.close().get()
+            #expect(rows.first?.column("version")?.integer == 4, "the database is not migrated")
+
+            try await StoreHarness.withSQLiteStore(path: path) { _ in }
+            let store = try await SQLAccountStore.existingSQLite(path: path, logger: StoreHarness.quietLogger)
+            let version = try await store.appliedSchemaVersion()
+            await store.shutdown()
+            #expect(version == SQLAccountStore.schemaVersion)
+        }
+    }
+
     @Test func theFileIsInWALMode() async throws {
         try await StoreHarness.withSQLitePath { path in
             try await StoreHarness.withSQLiteStore(path: path) { store async throws -> Void in
