@@ -135,6 +135,18 @@ import Testing
         #expect(short.position == "line 1")
     }
 
+    /// One key of a ring, written alone, is a key file of that key; added to the end of another key file, it joins
+    /// that ring as a key that only opens.
+    @Test func aKeyWrittenAloneJoinsAnotherRingWhenAppended() throws {
+        let ring = try DataKeyRing([new, old])
+        let text = try #require(ring.keyFileText(of: DataKeyID(of: old), comments: ["retired", "keep it"]))
+        #expect(text.hasPrefix("# retired\n# keep it\n"), "\(text)")
+        #expect(try DataKeyRing.parse(file: text).ids == [DataKeyID(of: old)])
+        let other = DataKeyRing(key: SymmetricKey(size: .bits256))
+        #expect(try DataKeyRing.parse(file: other.fileText + text).ids == other.ids + [DataKeyID(of: old)])
+        #expect(ring.keyFileText(of: DataKeyID(of: SymmetricKey(size: .bits256)), comments: []) == nil)
+    }
+
     @Test func aListHoldsKeysSeparatedByCommas() throws {
         let ring = try DataKeyRing.parse(list: "\(Self.base64(new)), \(Self.base64(old))")
         #expect(ring.ids == [DataKeyID(of: new), DataKeyID(of: old)])

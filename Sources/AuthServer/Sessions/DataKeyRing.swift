@@ -139,6 +139,15 @@ public struct DataKeyRing: Sendable, CustomStringConvertible {
         return text
     }
 
+    /// The key `id` alone, under `comments` (each written as a `#` line): a key file of one key, and lines that, added
+    /// to the end of a key file, put the key back in its ring as one that only opens.
+    /// - Returns: `nil` when the ring does not hold `id`.
+    /// - Warning: The text holds the key: write it to a file only its owner reads.
+    public func keyFileText(of id: DataKeyID, comments: [String]) -> String? {
+        guard let key = key(id) else { return nil }
+        return comments.map { "# \($0)\n" }.joined() + Self.base64(key.key) + "\n"
+    }
+
     /// The ring as a `SIWA_DATA_KEY` value: the base64 keys, comma-separated, the sealing one first.
     /// - Warning: The text holds the keys.
     public var listText: String { keys.map { Self.base64($0.key) }.joined(separator: ",") }
