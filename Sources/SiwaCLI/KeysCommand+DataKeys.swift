@@ -237,16 +237,25 @@ extension KeysCommand {
         }
     }
 
-    /// `siwa keys retire-data-key`: an older key out of the key file, once nothing is sealed under it.
+    /// `siwa keys retire-data-key`: an older key out of the key file, once nothing is sealed under it, kept in a file
+    /// of its own for the database backups taken before.
     struct RetireDataKey: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "retire-data-key",
-            abstract: "Remove an older data key from the key file once no sealed item uses it.",
+            abstract: "Remove an older data key from the key file once no sealed item uses it, keeping a copy apart.",
             discussion: """
                 Counts the items sealed under the key first and refuses while there are any (siwa keys \
                 rotate-data-key --resume re-seals them under the sealing key); never removes the sealing key. Retire \
                 a key once every instance has the new sealing key: servers re-read the key file within seconds of a \
-                change, on SIGHUP, or at restart. With the keys in SIWA_DATA_KEY it says which entry to remove.
+                change, on SIGHUP, or at restart.
+
+                Before removing the key, writes it to a file of its own, retired-data-keys/<key id>-<date>.key beside \
+                the key file (0600, the folder 0700), and prints the time of the retirement: a backup of the \
+                database taken before then may hold data sealed under the key, and restoring it needs that file \
+                (docs/deploy.md, "Backups and restores"). When the file cannot be written, the key stays; --forget \
+                retires it with no copy.
+
+                With the keys in SIWA_DATA_KEY it says which entry to remove.
 
                 Example:
                   siwa keys retire-data-key 0123456789abcdef
@@ -255,6 +264,9 @@ extension KeysCommand {
 
         @Argument(help: "The key id: 16 hex characters, as siwa keys data-keys lists it.")
         var keyID: String
+
+        @Flag(help: "Keep no copy of the key: a database backup from before now that needs it cannot be restored.")
+        var forget = false
 
         @OptionGroup var store: StoreOptions
 
@@ -267,6 +279,10 @@ extension KeysCommand {
             /// The keys left, the sealing one first; for keys from `SIWA_DATA_KEY`, the entry to remove instead.
             var keys: [String]
             var removeEntry: Int?
+            /// When the key was retired: database backups taken before may need it.
+            var retiredAt: String
+            /// The file the key was kept in; `nil` with `--forget` or keys from `SIWA_DATA_KEY`.
+            var keptIn: String?
         }
 
         func run() async throws {
@@ -300,18 +316,21 @@ extension KeysCommand {
                     )
                     throw ExitCode(1)
                 }
+                let now = Date()
+                let time = now.formatted(.iso8601)
                 if settings.dataKeyFromVariable {
-                    let output = Output(retired: id.description, keys: [], removeEntry: position + 1)
+                    let output = Output(retired: id.description, keys: [], removeEntry: position + 1, retiredAt: time)
                     print(
                         json
                             ? try UsersCommand.json(output)
                             : "no item is sealed under data key \(id): remove entry \(position + 1) of SIWA_DATA_KEY "
-                                + "on every instance and restart them"
+                                + "on every instance and restart them; keep that key apart (in your secret store): a "
+                                + "backup of the database taken before \(time) may need it listed again"
                     )
                     return
                 }
                 let file = settings.dataKeyFile
-                let left = try reportingProblems {
+                let (left, kept) = try reportingProblems {
                     try DataKeyFile.withLock(file) {
                         guard let current = try DataKeyFile.read(file), let left = current.removing(id) else {
                             throw ServerSettings.Problem(
@@ -319,17 +338,31 @@ extension KeysCommand {
                                 fix: "\(file) changed meanwhile: \(id) is no longer an older key in it"
                             )
                         }
+                        // Kept before the key file loses it, so that a failure leaves the key where it was.
+                        let kept = forget ? nil : try DataKeyFile.keepRetired(id, of: current, from: file, at: now)
                         try DataKeyFile.replace(file, with: left)
-                        return left
+                        return (left, kept)
                     }
                 }
-                let output = Output(retired: id.description, keys: left.ids.map(\.description))
-                print(
-                    json
-                        ? try UsersCommand.json(output)
-                        : "retired data key \(id) from \(file); it holds \(left)"
+                let output = Output(
+                    retired: id.description,
+                    keys: left.ids.map(\.description),
+                    retiredAt: time,
+                    keptIn: kept
                 )
+                print(json ? try UsersCommand.json(output) : Self.summary(output, file: file, left: left))
             }
+        }
+
+        private static func summary(_ output: Output, file: String, left: DataKeyRing) -> String {
+            let retired = "retired data key \(output.retired) from \(file); it holds \(left)"
+            guard let kept = output.keptIn else {
+                return retired + "\nkept no copy of it (--forget): a backup of the database taken before "
+                    + "\(output.retiredAt) that holds data sealed under \(output.retired) cannot be restored"
+            }
+            return retired + "\nkept it in \(kept) (0600): a backup of the database taken before \(output.retiredAt) "
+                + "may need it; keep that file with those backups as long as any exists (docs/deploy.md, "
+                + "\"Backups and restores\")"
         }
     }
 }
@@ -348,6 +381,8 @@ struct DataKeyReport: Encodable {
     struct MissingKey: Encodable {
         var id: String
         var items: Int
+        /// How to put the key back.
+        var fix: String
     }
 
     /// `SIWA_DATA_KEY` or `SIWA_DATA_KEY_FILE`.
@@ -377,7 +412,7 @@ struct DataKeyReport: Encodable {
             )
         }
         missingKeys = census.byMissingKey.sorted { $0.key < $1.key }.map {
-            MissingKey(id: $0.key.description, items: $0.value)
+            MissingKey(id: $0.key.description, items: $0.value, fix: settings.missingKeyAdvice($0.key))
         }
         unopenable = census.unopenable
         items = census.total
@@ -400,8 +435,8 @@ struct DataKeyReport: Encodable {
         }
         for missing in missingKeys {
             lines.append(
-                "! \(missing.items) item(s) are sealed under data key \(missing.id), which \(setting) lacks: put that "
-                    + "key back (from a backup), or they cannot be opened"
+                "! \(missing.items) item(s) are sealed under data key \(missing.id), which \(setting) lacks, and "
+                    + "cannot be opened: \(missing.fix)"
             )
         }
         if unopenable > 0 {

@@ -120,21 +120,7 @@ struct DataKeyCommandTests {
         try await expectEverything(of: seeded, sealedUnder: DataKeyID(of: second), opensWith: DataKeyRing(key: second))
 
         // A server still on the old keys seals a new Apple token under the old key.
-        let late = try await withSQLiteStore(at: environment["SIWA_DATABASE_PATH"]!) { store in
-            let user = try await store.signIn(
-                AppleSignInFacts(appleUserID: AppleUserID("001234.late.1234"), clientID: "com.example.app"),
-                now: Date()
-            ).user
-            try await store.saveAppleToken(
-                AppleTokenRecord(
-                    userID: user.id,
-                    clientID: "com.example.app",
-                    encryptedRefreshToken: try DataSealer(key: first).seal(Array("late".utf8)),
-                    storedAt: Date()
-                )
-            )
-            return user.id
-        }
+        let late = try await storeAppleToken(of: "001234.late.1234", "late", sealedUnder: first)
         let report = try await json(["keys", "data-keys", "--json"])
         #expect(report["toReseal"] as? Int == 1)
         #expect((report["keys"] as? [[String: Any]])?.last?["retirable"] as? Bool == false)
@@ -219,6 +205,65 @@ struct DataKeyCommandTests {
         #expect(!variable.stdout.contains(good), "the keys are not printed")
     }
 
+    /// Retiring writes the key to a file of its own (0600, in a folder 0700, named by its id and the date) before the
+    /// key file loses it, and says that database backups from before the retirement need that file.
+    @Test func retiringKeepsTheKeyInAFileOfItsOwn() async throws {
+        #expect(try await siwa(["migrate"]).status == 0)
+        let oldKey = try sealingKeyInFile()
+        let old = DataKeyID(of: oldKey)
+        _ = try await seedSealedData(under: oldKey, users: 2)
+        _ = try await json(["keys", "rotate-data-key", "--yes", "--json"])
+
+        let retired = try await siwa(["keys", "retire-data-key", old.description])
+        #expect(retired.status == 0, "\(retired.stderr)")
+        let folder = self.folder.url.appendingPathComponent("retired-data-keys").path
+        let names = try FileManager.default.contentsOfDirectory(atPath: folder)
+        try #require(names.count == 1, "\(names)")
+        let name = names[0]
+        let day = String(name.dropFirst(old.description.count + 1).prefix(10))
+        #expect(name == "\(old)-\(day).key" && day.count == 10 && day.split(separator: "-").count == 3, "\(name)")
+        let kept = folder + "/" + name
+        #expect(try mode(folder) == 0o700)
+        #expect(try mode(kept) == 0o600)
+        #expect(try DataKeyRing.read(file: kept)?.ids == [old], "the kept file is a key file of the retired key")
+        #expect(try keyRing().key(old) == nil)
+        #expect(retired.stdout.contains("retired data key \(old) from \(keyFile)"), "\(retired.stdout)")
+        #expect(
+            retired.stdout.contains("kept it in \(kept) (0600): a backup of the database taken before \(day)T"),
+            "\(retired.stdout)"
+        )
+        let base64 = oldKey.withUnsafeBytes { Data($0).base64EncodedString() }
+        #expect(!retired.stdout.contains(base64) && !retired.stderr.contains(base64), "no key material printed")
+
+        // Added to the end of the key file, the kept file puts the key back as one that only opens.
+        let sealing = try keyRing().primary.id
+        let handle = try #require(FileHandle(forWritingAtPath: keyFile))
+        try handle.seekToEnd()
+        try handle.write(contentsOf: try Data(contentsOf: URL(fileURLWithPath: kept)))
+        try handle.close()
+        #expect(try keyRing().ids == [sealing, old])
+    }
+
+    /// When the key cannot be kept, the key stays in the key file, unless the operator says to forget it.
+    @Test func retiringRefusesWhenTheKeyCannotBeKeptUnlessTold() async throws {
+        #expect(try await siwa(["migrate"]).status == 0)
+        let old = try keyRing().primary.id
+        _ = try await json(["keys", "rotate-data-key", "--yes", "--json"])
+        // A file where the folder of kept keys belongs.
+        _ = try folder.write("retired-data-keys", "not a folder")
+
+        let refused = try await siwa(["keys", "retire-data-key", old.description])
+        #expect(refused.status == 2, "\(refused.stdout)")
+        #expect(refused.stderr.contains("cannot keep a copy of data key \(old)"), "\(refused.stderr)")
+        #expect(refused.stderr.contains("--forget"), "\(refused.stderr)")
+        #expect(try keyRing().key(old) != nil, "the key stays")
+
+        let forgotten = try await siwa(["keys", "retire-data-key", old.description, "--forget"])
+        #expect(forgotten.status == 0, "\(forgotten.stderr)")
+        #expect(forgotten.stdout.contains("kept no copy of it (--forget)"), "\(forgotten.stdout)")
+        #expect(try keyRing().key(old) == nil)
+    }
+
     // MARK: Helpers
 
     /// What ``seedSealedData(under:users:)`` stored: each item's position and what it holds.
@@ -285,6 +330,30 @@ struct DataKeyCommandTests {
             }
         }
         return seeded
+    }
+
+    /// Signs the Apple user `appleUserID` in and stores their Apple token, `token` sealed under `key` (as a server
+    /// holding that key would); the account's id.
+    private func storeAppleToken(
+        of appleUserID: String,
+        _ token: String,
+        sealedUnder key: SymmetricKey
+    ) async throws -> UserID {
+        try await withSQLiteStore(at: environment["SIWA_DATABASE_PATH"]!) { store in
+            let user = try await store.signIn(
+                AppleSignInFacts(appleUserID: AppleUserID(appleUserID), clientID: "com.example.app"),
+                now: Date()
+            ).user
+            try await store.saveAppleToken(
+                AppleTokenRecord(
+                    userID: user.id,
+                    clientID: "com.example.app",
+                    encryptedRefreshToken: try DataSealer(key: key).seal(Array(token.utf8)),
+                    storedAt: Date()
+                )
+            )
+            return user.id
+        }
     }
 
     /// Every seeded item is sealed under `id` (named in its header; or, unless `named`, also without a header) and

@@ -41,7 +41,12 @@ enum DataKeyFile {
 
     /// Replaces `file` with `keys` (renamed into place, 0600).
     static func replace(_ file: String, with keys: DataKeyRing) throws {
-        let temporary = try writeTemporary(keys.fileText, for: file)
+        try replace(file, text: keys.fileText)
+    }
+
+    /// Replaces (or creates) `file` with `text` (renamed into place, 0600), durably.
+    private static func replace(_ file: String, text: String) throws {
+        let temporary = try writeTemporary(text, for: file)
         guard rename(temporary, file) == 0 else {
             let failure = cannotWrite(file)
             unlink(temporary)
@@ -53,6 +58,80 @@ enum DataKeyFile {
             fsync(folder)
             close(folder)
         }
+    }
+
+    // MARK: Retired keys
+
+    /// The folder beside `file` where retired keys are kept: `retired-data-keys`, 0700.
+    static func retiredFolder(beside file: String) -> String {
+        directory(of: absolute(file)) + "/retired-data-keys"
+    }
+
+    /// `path` from the root, for messages an operator copies into a shell somewhere else.
+    static func absolute(_ path: String) -> String {
+        URL(fileURLWithPath: path).standardizedFileURL.path
+    }
+
+    /// Writes the key `id` of `ring` to a file of its own in ``retiredFolder(beside:)``, named by its id and the UTC
+    /// date (0600; the folder is created 0700), before `file` loses it: database backups from before `retiredAt` may
+    /// hold data sealed under it, and restoring one needs it. A file kept earlier the same day for the same key is
+    /// replaced (the key is the same, the later time is the one that counts).
+    /// - Returns: the kept file's path.
+    /// - Throws: ``ServerSettings/Problem`` naming `SIWA_DATA_KEY_FILE` when the file cannot be written.
+    static func keepRetired(
+        _ id: DataKeyID,
+        of ring: DataKeyRing,
+        from file: String,
+        at retiredAt: Date
+    ) throws
+        -> String
+    {
+        let folder = retiredFolder(beside: file)
+        let kept = folder + "/\(id)-\(retiredAt.formatted(.iso8601.year().month().day())).key"
+        let time = retiredAt.formatted(.iso8601)
+        guard
+            let text = ring.keyFileText(
+                of: id,
+                comments: [
+                    "siwa data key \(id), retired \(time) from \(absolute(file)).",
+                    "A backup of the database taken before \(time) may hold data sealed under it, and restoring one",
+                    "needs it: with siwa stopped, add it to the key file as a later line (it then only opens):",
+                    "  cat \(kept) >> \(absolute(file))",
+                    "docs/deploy.md, \"Backups and restores\".",
+                ]
+            )
+        else {
+            throw ServerSettings.Problem(variable: "SIWA_DATA_KEY_FILE", fix: "\(file) holds no data key \(id)")
+        }
+        func cannotKeep() -> ServerSettings.Problem {
+            ServerSettings.Problem(
+                variable: "SIWA_DATA_KEY_FILE",
+                fix: "cannot keep a copy of data key \(id) in \(folder) (errno \(errno)), so it stays in \(file): "
+                    + "check the folder's permissions, or pass --forget to retire it with no copy (a database backup "
+                    + "from before now that needs it then cannot be restored)"
+            )
+        }
+        if mkdir(folder, 0o700) != 0 {
+            var isFolder: ObjCBool = false
+            guard errno == EEXIST, FileManager.default.fileExists(atPath: folder, isDirectory: &isFolder),
+                isFolder.boolValue
+            else {
+                throw cannotKeep()
+            }
+        }
+        do {
+            try replace(kept, text: text)
+        } catch {
+            throw cannotKeep()
+        }
+        return kept
+    }
+
+    /// The kept copies of the retired key `id` beside `file` (``keepRetired(_:of:from:at:)``), oldest first.
+    static func keptCopies(of id: DataKeyID, beside file: String) -> [String] {
+        let folder = retiredFolder(beside: file)
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []
+        return names.filter { $0.hasPrefix("\(id)-") && $0.hasSuffix(".key") }.sorted().map { folder + "/" + $0 }
     }
 
     /// Runs `body` holding an exclusive lock on the key file's folder, so that two key commands changing the file at

@@ -730,6 +730,24 @@ extension ServerSettings {
     /// The setting the data keys came from.
     var dataKeySetting: String { dataKeyFromVariable ? "SIWA_DATA_KEY" : "SIWA_DATA_KEY_FILE" }
 
+    /// Where the data keys came from, for messages: `SIWA_DATA_KEY` or the key file's path.
+    var dataKeySource: String { dataKeyFromVariable ? "SIWA_DATA_KEY" : dataKeyFile }
+
+    /// What to do about data sealed under `id` when the ring lacks it (a database restored from before the key's
+    /// retirement): add the key back as one that only opens, from its kept copy when one is beside the key file.
+    func missingKeyAdvice(_ id: DataKeyID) -> String {
+        if dataKeyFromVariable {
+            return "list that key in SIWA_DATA_KEY after the sealing one (from where you kept it when it was retired) "
+                + "and restart"
+        }
+        let file = DataKeyFile.absolute(dataKeyFile)
+        if let kept = DataKeyFile.keptCopies(of: id, beside: dataKeyFile).last {
+            return "restore the kept key file: add it to the key file, with siwa stopped: cat \(kept) >> \(file)"
+        }
+        return "add that key back to \(file) as a later line, from your backup of the key file or of "
+            + "\(DataKeyFile.retiredFolder(beside: dataKeyFile))/"
+    }
+
     /// The sealer of the data keys; keys from the file are re-read when it changes.
     func makeDataSealer(clock: any WallClock = SystemWallClock(), logger: Logger) -> DataSealer {
         DataSealer(
@@ -751,16 +769,21 @@ extension ServerSettings {
                 _ = try sealer.open(key.sealedPrivateKey)
             } catch {
                 if dataKeyCreated { try? FileManager.default.removeItem(atPath: dataKeyFile) }
-                let named = error.keyID.map { id in
-                    "; the data names data key \(id), the ring holds \(dataKeys.ids.map(\.description).joined(separator: ", "))"
-                }
+                let held = dataKeys.ids.map(\.description).joined(separator: ", ")
                 let fix =
-                    dataKeyCreated
-                    ? "\(dataKeyFile) does not exist, and the database holds data sealed with a data key: restore that "
-                        + "key file from your backup (or set SIWA_DATA_KEY to the key); a new key cannot open the data"
-                    : "the data keys (\(dataKeyFromVariable ? "SIWA_DATA_KEY" : dataKeyFile)) do not open the data the "
-                        + "database holds sealed: it is not the key this database was set up with\(named ?? ""); "
-                        + "restore that key"
+                    if dataKeyCreated {
+                        "\(dataKeyFile) does not exist, and the database holds data sealed with a data key: restore "
+                            + "that key file from your backup (or set SIWA_DATA_KEY to the key); a new key cannot open "
+                            + "the data"
+                    } else if let id = error.keyID, dataKeys.key(id) == nil {
+                        "the database holds data sealed under data key \(id), which \(dataKeySource) lacks (it holds "
+                            + "\(held)): it is not the key this database was set up with, or \(id) was retired after "
+                            + "this database was backed up; \(missingKeyAdvice(id))"
+                    } else {
+                        "the data keys (\(dataKeySource)) do not open the data the database holds sealed: it is not "
+                            + "the key this database was set up with\(error.keyID.map { "; the data names data key \($0)" } ?? ""); "
+                            + "restore that key"
+                    }
                 throw Problem(variable: dataKeySetting, fix: fix)
             }
         }
