@@ -13,9 +13,11 @@ struct DoctorCommand: AsyncParsableCommand {
         abstract: "Check siwa's settings without calling Apple: each finding says what to change.",
         discussion: """
             Reads the settings exactly as siwa serve does (SIWA_* variables, <VARIABLE>_FILE secret files, a .env \
-            file, --config FILE), then checks each. Exit status: 0 when all is right, 1 when siwa serve would refuse \
-            to start, 3 when it would start but a finding needs attention (a missing Apple key, say), 2 when the \
-            settings cannot be read at all. --reference prints every setting (docs/configuration.md).
+            file, --config FILE), then checks each, and whether the data keys open what the database holds sealed \
+            (it reads the database, never creates or migrates it). Exit status: 0 when all is right, 1 when siwa \
+            serve would refuse to start, 3 when it would start but a finding needs attention (a missing Apple key, \
+            say), 2 when the settings cannot be read at all. --reference prints every setting \
+            (docs/configuration.md).
 
             Example:
               siwa doctor --config siwa.json
@@ -75,11 +77,17 @@ struct DoctorCommand: AsyncParsableCommand {
                 Finding(setting: variable, ok: true, message: "read from \(variable)_FILE (not shown)", note: true)
             )
         }
-        // The pool size as serve reads it (`nil` when the database settings are refused: that is a finding already).
-        let poolSize = (try? ServerSettings.load(from: source, createsDataKey: false, purpose: .database)).map {
-            $0.databaseMaxConnections ?? SQLAccountStore.defaultMaximumConnections
+        // The database as serve reads its settings (`nil` when they are refused: that is a finding already).
+        let databaseSettings = try? ServerSettings.load(from: source, createsDataKey: false, purpose: .database)
+        let poolSize = databaseSettings.map { $0.databaseMaxConnections ?? SQLAccountStore.defaultMaximumConnections }
+        let database = await Self.checkDatabase(environment, poolSize: poolSize)
+        findings += database
+        var serveRefuses = !serve.ok
+        if let databaseSettings, database.allSatisfy(\.ok) {
+            let sealed = await Self.checkSealedData(databaseSettings)
+            findings += sealed.findings
+            serveRefuses = serveRefuses || sealed.serveRefuses
         }
-        findings += await Self.checkDatabase(environment, poolSize: poolSize)
         if json {
             struct Report: Encodable {
                 var ok: Bool
@@ -91,7 +99,7 @@ struct DoctorCommand: AsyncParsableCommand {
             print(
                 String(
                     decoding: try encoder.encode(
-                        Report(ok: findings.allSatisfy(\.ok), serveRefuses: !serve.ok, findings: findings)
+                        Report(ok: findings.allSatisfy(\.ok), serveRefuses: serveRefuses, findings: findings)
                     ),
                     as: UTF8.self
                 )
@@ -109,11 +117,11 @@ struct DoctorCommand: AsyncParsableCommand {
                     ? terminal.green("configuration looks right")
                     : terminal.red(
                         "\(problems) problem(s) to fix; "
-                            + (serve.ok ? "siwa serve would start" : "siwa serve would refuse to start")
+                            + (serveRefuses ? "siwa serve would refuse to start" : "siwa serve would start")
                     )
             )
         }
-        if !serve.ok { throw ExitCode(1) }
+        if serveRefuses { throw ExitCode(1) }
         if findings.contains(where: { !$0.ok }) { throw ExitCode(3) }
     }
 

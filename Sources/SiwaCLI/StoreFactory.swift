@@ -51,4 +51,13 @@ enum StoreFactory {
             foundSchemaVersion: store.openedAtSchemaVersion
         )
     }
+
+    /// Opens the store the settings name as it is, for `siwa doctor`: creates and migrates nothing, and fails unless
+    /// the database exists with the current schema.
+    static func openExisting(_ settings: ServerSettings, logger: Logger) async throws(StoreError) -> SQLAccountStore {
+        if let url = settings.databaseURL {
+            return try await SQLAccountStore.existingPostgres(url: url, logger: logger)
+        }
+        return try await SQLAccountStore.existingSQLite(path: settings.databasePath, logger: logger)
+    }
 }

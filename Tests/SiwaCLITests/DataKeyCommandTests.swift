@@ -264,6 +264,78 @@ struct DataKeyCommandTests {
         #expect(try keyRing().key(old) == nil)
     }
 
+    /// A database holding data sealed under a key the ring lacks (one restored from before the key's retirement) is a
+    /// problem for doctor, which names the key and the kept copy to restore; with a signing key under it, serve would
+    /// refuse to start, and doctor exits 1.
+    @Test func doctorCallsDataUnderAKeyTheRingLacksAProblem() async throws {
+        #expect(try await siwa(["migrate"]).status == 0)
+        #expect(try await doctorOnSealedData().findings.map(\.message) == ["the database holds no sealed data yet"])
+
+        let missing = SymmetricKey(size: .bits256)
+        let id = DataKeyID(of: missing)
+        _ = try await storeAppleToken(of: "001234.restored.1234", "restored", sealedUnder: missing)
+        var doctor = try await doctorOnSealedData()
+        #expect(!doctor.serveRefuses, "an Apple token that does not open does not stop serve")
+        #expect(doctor.findings.map(\.ok) == [false])
+        #expect(
+            doctor.findings.first?.message.hasPrefix(
+                "the database holds 1 item(s) sealed under data key \(id), which \(keyFile) lacks: add that key back to "
+                    + "\(keyFile) as a later line"
+            ) == true,
+            "\(doctor.findings)"
+        )
+
+        // The copy retire-data-key keeps, and a signing key under the same key.
+        let kept = folder.url.appendingPathComponent("retired-data-keys/\(id)-2025-03-02.key").path
+        try FileManager.default.createDirectory(
+            atPath: (kept as NSString).deletingLastPathComponent,
+            withIntermediateDirectories: true
+        )
+        try Data(try #require(DataKeyRing(key: missing).keyFileText(of: id, comments: [])).utf8)
+            .write(to: URL(fileURLWithPath: kept))
+        try await withSQLiteStore(at: environment["SIWA_DATABASE_PATH"]!) { store in
+            try await store.addSigningKey(
+                SigningKeyRecord(
+                    kid: "kid-restored",
+                    sealedPrivateKey: try DataSealer(key: missing).seal(
+                        Array(P256.Signing.PrivateKey().rawRepresentation)
+                    ),
+                    createdAt: Date()
+                )
+            )
+        }
+        let text = try await siwa(["doctor"])
+        #expect(text.status == 1, "serve would refuse: \(text.stdout)")
+        #expect(
+            text.stdout.contains(
+                "✗ SIWA_DATA_KEY_FILE: the database holds 2 item(s) sealed under data key \(id), which \(keyFile) lacks: "
+                    + "restore the kept key file: add it to the key file, with siwa stopped: cat \(kept) >> \(keyFile)"
+            ),
+            "\(text.stdout)"
+        )
+        #expect(text.stdout.contains("siwa serve would refuse to start"), "\(text.stdout)")
+
+        let handle = try #require(FileHandle(forWritingAtPath: keyFile))
+        try handle.seekToEnd()
+        try handle.write(contentsOf: try Data(contentsOf: URL(fileURLWithPath: kept)))
+        try handle.close()
+        doctor = try await doctorOnSealedData()
+        #expect(!doctor.serveRefuses)
+        #expect(doctor.findings.map(\.ok) == [true])
+        #expect(doctor.findings.map(\.message) == ["the keys open the database's 2 sealed item(s)"])
+
+        // With no key file at all, serve would make a new key, which opens none of it.
+        try FileManager.default.removeItem(atPath: keyFile)
+        doctor = try await doctorOnSealedData()
+        #expect(doctor.serveRefuses)
+        #expect(
+            doctor.findings.map(\.message) == [
+                "the database holds 2 sealed item(s) and there is no key file \(keyFile): restore it from your backup (or "
+                    + "set SIWA_DATA_KEY); a new key cannot open them"
+            ]
+        )
+    }
+
     // MARK: Helpers
 
     /// What ``seedSealedData(under:users:)`` stored: each item's position and what it holds.
@@ -386,6 +458,19 @@ struct DataKeyCommandTests {
         let result = try await siwa(arguments, environment)
         #expect(result.status == 0, "siwa \(arguments.joined(separator: " ")): \(result.stderr)")
         return try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
+    }
+
+    /// `siwa doctor --json`: its findings about the database's sealed data, and whether serve would refuse.
+    private func doctorOnSealedData() async throws -> (findings: [(ok: Bool, message: String)], serveRefuses: Bool) {
+        let result = try await siwa(["doctor", "--json"])
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
+        let findings = try #require(object["findings"] as? [[String: Any]]).filter {
+            $0["setting"] as? String == "SIWA_DATA_KEY_FILE" && ($0["message"] as? String)?.contains("database") == true
+        }
+        return (
+            findings.map { ($0["ok"] as? Bool ?? false, $0["message"] as? String ?? "") },
+            try #require(object["serveRefuses"] as? Bool)
+        )
     }
 
     private func keyRing() throws -> DataKeyRing { try #require(try DataKeyRing.read(file: keyFile)) }
