@@ -45,6 +45,7 @@ enum StoreFactory {
                 throw ExitCode(2)
             }
         }
+        settings.logCreatedDataKey(logger)
         return Opened(
             store: store,
             close: { await store.shutdown() },

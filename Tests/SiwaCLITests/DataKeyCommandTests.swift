@@ -336,6 +336,18 @@ struct DataKeyCommandTests {
         )
     }
 
+    /// The first start creates the key file and logs where, and that it must be backed up; a later start does not.
+    @Test(.timeLimit(.minutes(2))) func theFirstStartSaysItCreatedADataKeyToBackUp() async throws {
+        let first = try await withServer { _, log in try String(contentsOfFile: log, encoding: .utf8) }
+        let key = try keyRing().primary.id
+        #expect(first.contains("created a new data key in \(keyFile): back that file up now"), "\(first)")
+        #expect(first.contains("\(key)"), "the key's id: \(first)")
+        let base64 = try sealingKeyInFile().withUnsafeBytes { Data($0).base64EncodedString() }
+        #expect(!first.contains(base64), "no key material in the log")
+        let later = try await withServer { _, log in try String(contentsOfFile: log, encoding: .utf8) }
+        #expect(!later.contains("created a new data key"), "\(later)")
+    }
+
     // MARK: Helpers
 
     /// What ``seedSealedData(under:users:)`` stored: each item's position and what it holds.

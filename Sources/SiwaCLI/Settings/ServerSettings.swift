@@ -748,6 +748,19 @@ extension ServerSettings {
             + "\(DataKeyFile.retiredFolder(beside: dataKeyFile))/"
     }
 
+    /// Logs, at the first start, that a new data key was made and where: without a copy of it, nothing the database
+    /// holds sealed (Apple's refresh tokens, the signing keys) can be opened again.
+    func logCreatedDataKey(_ logger: Logger) {
+        guard dataKeyCreated else { return }
+        logger.warning(
+            """
+            created a new data key in \(DataKeyFile.absolute(dataKeyFile)): back that file up now, apart from the \
+            database's backups, and again after each rotation; without it the data siwa seals cannot be opened
+            """,
+            metadata: ["data_key": "\(dataKeys.primary.id)"]
+        )
+    }
+
     /// The sealer of the data keys; keys from the file are re-read when it changes.
     func makeDataSealer(clock: any WallClock = SystemWallClock(), logger: Logger) -> DataSealer {
         DataSealer(
