@@ -1,3 +1,4 @@
+import AuthServer
 import Foundation
 import SiwaTesting
 import Testing
@@ -5,6 +6,25 @@ import Testing
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
+
+/// One JSON request to a server the test started; the status and the JSON object answered.
+private func call(
+    _ method: String,
+    _ url: String,
+    json: [String: Any]? = nil,
+    bearer: String? = nil
+) async throws -> (status: Int, body: [String: Any]) {
+    var request = URLRequest(url: URL(string: url)!)
+    request.httpMethod = method
+    if let json {
+        request.httpBody = try JSONSerialization.data(withJSONObject: json)
+        request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+    }
+    if let bearer { request.setValue("Bearer \(bearer)", forHTTPHeaderField: "Authorization") }
+    let (data, response) = try await URLSession.shared.data(for: request)
+    let body = (try? JSONSerialization.jsonObject(with: data) as? [String: Any]) ?? [:]
+    return ((response as? HTTPURLResponse)?.statusCode ?? 0, body)
+}
 
 /// `docs/deploy.md`, followed: the binary started from a clean folder with only the files the guide names (the
 /// configuration file of `docs/deployment/siwa.json`, the team's `.p8` key), no environment but `PATH`, signs a user in
@@ -15,31 +35,276 @@ struct DeploymentTests {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent()
 
-    private func call(
-        _ method: String,
-        _ url: String,
-        json: [String: Any]? = nil,
-        bearer: String? = nil
-    ) async throws -> (status: Int, body: [String: Any]) {
-        var request = URLRequest(url: URL(string: url)!)
-        request.httpMethod = method
-        if let json {
-            request.httpBody = try JSONSerialization.data(withJSONObject: json)
-            request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+    @Test func theGuidesFilesAloneRunSiwaFromACleanFolder() async throws {
+        try await withGuidesFolder { guide in
+            let doctor = try await runChildProcess(
+                guide.binary,
+                arguments: ["doctor", "--config", "siwa.json"],
+                environment: guide.environment,
+                directory: guide.folder.path
+            )
+            #expect(
+                doctor.status != 1,
+                "doctor says serve would refuse: \(String(decoding: doctor.stdout, as: UTF8.self))"
+            )
+
+            let log = try await guide.withServer { log in
+                let signIn = try await guide.signIn("deployed@example.com")
+                let me = try await call("GET", guide.base + "/api/me", bearer: signIn.accessToken)
+                #expect(me.status == 200)
+                #expect(me.body["email"] as? String == "deployed@example.com", "\(me.body)")
+                return log
+            }
+            for file in ["siwa-data.key", "siwa.sqlite"] {
+                #expect(try mode(guide.folder.url.appendingPathComponent(file).path) == 0o600, "\(file)")
+            }
+            // The operator's commands read the same file.
+            let users = try await guide.siwa(["users", "list", "--config", "siwa.json"])
+            #expect(users.stdout.contains("deployed@example.com"))
+            // The log is JSON lines, as the guide's file asks; the first start says which data key file it created
+            // and that it must be backed up.
+            let text = try String(contentsOfFile: log, encoding: .utf8)
+            let firstLine = text.split(separator: "\n").first ?? ""
+            #expect(firstLine.hasPrefix(#"{"time":"#), "\(firstLine)")
+            let keyFile = guide.folder.url.appendingPathComponent("siwa-data.key").path
+            #expect(text.contains("created a new data key in \(keyFile): back that file up now"), "\(text)")
         }
-        if let bearer { request.setValue("Bearer \(bearer)", forHTTPHeaderField: "Authorization") }
-        let (data, response) = try await URLSession.shared.data(for: request)
-        let body = (try? JSONSerialization.jsonObject(with: data) as? [String: Any]) ?? [:]
-        return ((response as? HTTPURLResponse)?.statusCode ?? 0, body)
     }
 
-    @Test func theGuidesFilesAloneRunSiwaFromACleanFolder() async throws {
+    /// Section 6's drill, with the guide's own commands: back up, rotate and retire the data key, restore the backup
+    /// from before the retirement with the key `retire-data-key` kept, and sign in. Doctor calls the restored database
+    /// a problem until the kept key is back.
+    @Test func aBackupFromBeforeARetirementRestoresWithTheKeptKey() async throws {
+        let backupFolder = "/var/backups/siwa"
+        let createBackupFolder = "install -d -m 0700 -o siwa -g siwa /var/backups/siwa"
+        let backUp =
+            #"sudo -u siwa sh -c 'umask 077 && sqlite3 /var/lib/siwa/siwa.sqlite ".backup /var/backups/siwa/siwa-$(date -u +%Y%m%dT%H%M%SZ).sqlite"'"#
+        let removeWAL = "sudo -u siwa rm -f /var/lib/siwa/siwa.sqlite-wal /var/lib/siwa/siwa.sqlite-shm"
+        let restore =
+            "sudo -u siwa install -m 0600 /var/backups/siwa/siwa-20250301T020000Z.sqlite /var/lib/siwa/siwa.sqlite"
+        let doctor = "sudo -u siwa siwa doctor --config /etc/siwa/siwa.json"
+        let addKeptKey =
+            "sudo -u siwa sh -c 'cat /var/lib/siwa/retired-data-keys/0123456789abcdef-2025-03-02.key >> /var/lib/siwa/siwa-data.key'"
+        let resume = "sudo -u siwa siwa keys rotate-data-key --resume --config /etc/siwa/siwa.json"
+        let text = try String(contentsOf: Self.root.appendingPathComponent("docs/deploy.md"), encoding: .utf8)
+        for line in [
+            createBackupFolder, backUp, "systemctl stop siwa", removeWAL, restore, doctor, addKeptKey,
+            "systemctl start siwa",
+            resume,
+        ] {
+            #expect(text.contains(line), "docs/deploy.md no longer says: \(line)")
+        }
+
+        try await withGuidesFolder { guide in
+            let keyFile = guide.folder.url.appendingPathComponent("siwa-data.key").path
+            var names = ["/var/lib/siwa": guide.folder.path, backupFolder: guide.folder.path + "/backups/siwa"]
+            let (before, backup) = try await guide.withServer { _ in
+                let before = try await guide.signIn("before@example.com")
+                #expect(try await guide.shell(createBackupFolder, names).status == 0)
+                let backedUp = try await guide.shell(backUp, names)
+                #expect(backedUp.status == 0, "\(backedUp.stderr)")
+                return (
+                    before,
+                    try #require(try FileManager.default.contentsOfDirectory(atPath: names[backupFolder]!).first)
+                )
+            }
+            #expect(try mode(names[backupFolder]!) == 0o700, "the backup folder")
+            #expect(try mode(names[backupFolder]! + "/" + backup) == 0o600, "the backup")
+            names["siwa-20250301T020000Z.sqlite"] = backup
+
+            // Rotate and retire with the server running; a user signs up after.
+            let old = try #require(try DataKeyRing.read(file: keyFile)).primary.id
+            let kept = try await guide.withServer { _ in
+                let rotated = try await guide.siwa(["keys", "rotate-data-key", "--yes", "--config", "siwa.json"])
+                #expect(rotated.status == 0, "\(rotated.stderr)")
+                let retired = try await guide.siwa([
+                    "keys", "retire-data-key", old.description, "--json", "--config", "siwa.json",
+                ])
+                #expect(retired.status == 0, "\(retired.stderr)")
+                let answer = try JSONSerialization.jsonObject(with: Data(retired.stdout.utf8)) as? [String: Any]
+                _ = try await guide.signIn("after@example.com")
+                return try #require(answer?["keptIn"] as? String)
+            }
+            #expect(try #require(try DataKeyRing.read(file: keyFile)).key(old) == nil, "the key file lost the old key")
+            #expect(try mode(kept) == 0o600)
+            names["/var/lib/siwa/retired-data-keys/0123456789abcdef-2025-03-02.key"] = kept
+
+            // systemctl stop siwa: the server above has stopped. The restored database needs the retired key.
+            #expect(try await guide.shell(removeWAL, names).status == 0)
+            #expect(try await guide.shell(restore, names).status == 0)
+            #expect(try mode(guide.folder.url.appendingPathComponent("siwa.sqlite").path) == 0o600)
+            let refused = try await guide.shell(doctor, names)
+            #expect(refused.status == 1, "\(refused.stdout)")
+            #expect(
+                refused.stdout.contains("✗ SIWA_DATA_KEY_FILE: the database holds")
+                    && refused.stdout.contains("sealed under data key \(old), which \(keyFile) lacks"),
+                "\(refused.stdout)"
+            )
+            #expect(
+                refused.stdout.contains("cat \(kept) >> \(keyFile)"),
+                "doctor names the kept file: \(refused.stdout)"
+            )
+            // The commands that unseal stop at once, as serve does, and say the same.
+            let refusedCommand = try await guide.siwa(["keys", "data-keys", "--config", "siwa.json"])
+            #expect(
+                refusedCommand.status == 2 && refusedCommand.stderr.contains("cat \(kept) >> \(keyFile)"),
+                "\(refusedCommand.stderr)"
+            )
+
+            #expect(try await guide.shell(addKeptKey, names).status == 0)
+            let accepted = try await guide.shell(doctor, names)
+            #expect(accepted.status != 1, "\(accepted.stdout)")
+            #expect(!accepted.stdout.contains("✗ SIWA_DATA_KEY_FILE"), "\(accepted.stdout)")
+            #expect(
+                accepted.stdout.contains("✓ SIWA_DATA_KEY_FILE: the keys open the database's"),
+                "\(accepted.stdout)"
+            )
+
+            // systemctl start siwa: the session from before the backup refreshes, and its user signs in again.
+            try await guide.withServer { _ in
+                let refreshed = try await call(
+                    "POST",
+                    guide.base + "/auth/refresh",
+                    json: ["refreshToken": before.refreshToken]
+                )
+                #expect(refreshed.status == 200, "\(refreshed.body)")
+                let again = try await guide.signIn("before@example.com")
+                let me = try await call("GET", guide.base + "/api/me", bearer: again.accessToken)
+                #expect(me.body["email"] as? String == "before@example.com", "\(me.body)")
+                let resumed = try await guide.shell(resume, names)
+                #expect(resumed.status == 0, "\(resumed.stderr)")
+            }
+            let census = try await guide.siwa(["keys", "data-keys", "--json", "--config", "siwa.json"])
+            let report = try JSONSerialization.jsonObject(with: Data(census.stdout.utf8)) as? [String: Any]
+            let keys = try #require(report?["keys"] as? [[String: Any]])
+            #expect(keys.last?["id"] as? String == old.description && keys.last?["retirable"] as? Bool == true)
+        }
+    }
+
+    /// The guide names the files the test above and the proxy tests use, so that it cannot describe others.
+    @Test func theGuideNamesTheTestedFiles() throws {
+        let guide = try String(contentsOf: Self.root.appendingPathComponent("docs/deploy.md"), encoding: .utf8)
+        for name in [
+            "deployment/siwa.json", "deployment/siwa.service", "deployment/nginx-proxy.conf",
+            "deployment/nginx-tls.conf", "swift build -c release --static-swift-stdlib", "LimitNOFILE",
+            "siwa migrate", "pg_dump", ".backup",
+        ] {
+            #expect(guide.contains(name), "docs/deploy.md does not mention \(name)")
+        }
+        let unit = try String(
+            contentsOf: Self.root.appendingPathComponent("docs/deployment/siwa.service"),
+            encoding: .utf8
+        )
+        #expect(unit.contains("ExecStart=/usr/local/bin/siwa serve --config /etc/siwa/siwa.json"))
+    }
+
+    // MARK: Helpers
+
+    /// The server's folder as the guide leaves it, with Apple played by the emulator.
+    struct GuidesFolder {
+        let folder: TemporaryFolder
+        /// The `siwa` under test.
+        let binary: String
+        /// No environment but `PATH`.
+        let environment: [String: String]
+        let port: Int
+        let emulatorPort: Int
+        var base: String { "http://127.0.0.1:\(port)" }
+
+        /// Runs `siwa` in the folder.
+        func siwa(_ arguments: [String]) async throws -> (status: Int32, stdout: String, stderr: String) {
+            let result = try await runChildProcess(
+                binary,
+                arguments: arguments,
+                environment: environment,
+                directory: folder.path
+            )
+            return (
+                result.status, String(decoding: result.stdout, as: UTF8.self),
+                String(decoding: result.stderr, as: UTF8.self)
+            )
+        }
+
+        /// Runs one of the guide's command lines with `sh`, its paths replaced by `names` (the guide's path: this
+        /// test's), as the `siwa` user would: `sudo -u siwa` and `-o siwa -g siwa` are dropped, and `siwa` is the
+        /// binary under test.
+        func shell(
+            _ line: String,
+            _ names: [String: String]
+        ) async throws -> (status: Int32, stdout: String, stderr: String) {
+            var command = line.replacingOccurrences(of: "sudo -u siwa ", with: "")
+                .replacingOccurrences(of: " -o siwa -g siwa", with: "")
+                .replacingOccurrences(of: "/etc/siwa/siwa.json", with: folder.path + "/siwa.json")
+            // The longest first, so that a folder does not replace part of a file's path in it.
+            for (guide, here) in names.sorted(by: { $0.key.count > $1.key.count }) {
+                command = command.replacingOccurrences(of: guide, with: here)
+            }
+            let binaries = URL(fileURLWithPath: binary).deletingLastPathComponent().path
+            var environment = environment
+            environment["PATH"] = binaries + ":" + (environment["PATH"] ?? "/usr/bin:/bin")
+            let result = try await runChildProcess(
+                "/bin/sh",
+                arguments: ["-c", command],
+                environment: environment,
+                directory: folder.path
+            )
+            return (
+                result.status, String(decoding: result.stdout, as: UTF8.self),
+                String(decoding: result.stderr, as: UTF8.self)
+            )
+        }
+
+        /// Runs `siwa serve --config siwa.json` while `body` runs, then stops it (SIGTERM) and waits for it.
+        func withServer<R>(_ body: (_ log: String) async throws -> R) async throws -> R {
+            let log = folder.url.appendingPathComponent("serve-\(UUID().uuidString).log").path
+            let server = try ChildProcess(
+                binary,
+                arguments: ["serve", "--config", "siwa.json"],
+                environment: environment,
+                directory: folder.path,
+                stdout: log,
+                stderr: log
+            )
+            defer { server.terminate(signal: SIGTERM) }
+            try #require(
+                try await SiwaProcess.waitUntilServing(port: port),
+                "siwa serve did not start: \((try? String(contentsOfFile: log, encoding: .utf8)) ?? "")"
+            )
+            #expect(try await call("GET", base + "/readyz").status == 200)
+            return try await body(log)
+        }
+
+        /// Signs `email` in natively, the emulator playing Apple; the session's tokens.
+        func signIn(_ email: String) async throws -> (accessToken: String, refreshToken: String) {
+            let credential = try await call(
+                "POST",
+                "http://127.0.0.1:\(emulatorPort)/emulator/native-sign-in",
+                json: ["clientId": "com.example.siwa.demo", "email": email, "givenName": "Dee"]
+            )
+            try #require(credential.status == 200, "\(credential.body)")
+            let signIn = try await call(
+                "POST",
+                base + "/auth/apple/native",
+                json: [
+                    "identityToken": try #require(credential.body["identityToken"] as? String),
+                    "authorizationCode": try #require(credential.body["authorizationCode"] as? String),
+                ]
+            )
+            try #require(signIn.status == 200, "\(signIn.body)")
+            return (
+                try #require(signIn.body["accessToken"] as? String),
+                try #require(signIn.body["refreshToken"] as? String)
+            )
+        }
+    }
+
+    /// An empty server folder with only what the guide names, `siwa.json` (the guide's, with this machine's values)
+    /// and the team's key, while the emulator plays Apple.
+    private func withGuidesFolder(_ body: (GuidesFolder) async throws -> Void) async throws {
         // Apple: the emulator's demo team (DEMOTEAM01, key DEMOKEY001, com.example.siwa.demo).
         try await withTemporaryFolder("siwa-deploy-apple") { apple in
             let (emulator, emulatorPort) = try await SiwaProcess.startEmulator(in: apple.url)
             defer { SiwaProcess.stopEmulator(emulator) }
-
-            // The server's folder holds only what the guide names: siwa.json and the team's key.
             try await withTemporaryFolder("siwa-deploy") { folder in
                 let keyFile = folder.url.appendingPathComponent("AuthKey_DEMOKEY001.p8").path
                 try FileManager.default.copyItem(
@@ -59,92 +324,21 @@ struct DeploymentTests {
                 ]) { $1 }
                 try JSONSerialization.data(withJSONObject: configuration)
                     .write(to: folder.url.appendingPathComponent("siwa.json"))
-
-                let binary = ProcessInfo.processInfo.environment["SIWA_RELEASE_BINARY"] ?? SiwaProcess.executable.path
-                let bare = ["PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"]
-                let doctor = try await runChildProcess(
-                    binary,
-                    arguments: ["doctor", "--config", "siwa.json"],
-                    environment: bare,
-                    directory: folder.path
+                try await body(
+                    GuidesFolder(
+                        folder: folder,
+                        binary: ProcessInfo.processInfo.environment["SIWA_RELEASE_BINARY"]
+                            ?? SiwaProcess.executable.path,
+                        environment: ["PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"],
+                        port: port,
+                        emulatorPort: emulatorPort
+                    )
                 )
-                #expect(
-                    doctor.status != 1,
-                    "doctor says serve would refuse: \(String(decoding: doctor.stdout, as: UTF8.self))"
-                )
-
-                let log = folder.url.appendingPathComponent("serve.log").path
-                let server = try ChildProcess(
-                    binary,
-                    arguments: ["serve", "--config", "siwa.json"],
-                    environment: bare,
-                    directory: folder.path,
-                    stdout: log,
-                    stderr: log
-                )
-                defer {
-                    server.terminate(signal: SIGTERM)
-                }
-                try #require(try await SiwaProcess.waitUntilServing(port: port), "siwa serve did not start")
-                let base = "http://127.0.0.1:\(port)"
-                #expect(try await call("GET", base + "/readyz").status == 200)
-
-                let credential = try await call(
-                    "POST",
-                    "http://127.0.0.1:\(emulatorPort)/emulator/native-sign-in",
-                    json: ["clientId": "com.example.siwa.demo", "email": "deployed@example.com", "givenName": "Dee"]
-                )
-                try #require(credential.status == 200, "\(credential.body)")
-                let signIn = try await call(
-                    "POST",
-                    base + "/auth/apple/native",
-                    json: [
-                        "identityToken": try #require(credential.body["identityToken"] as? String),
-                        "authorizationCode": try #require(credential.body["authorizationCode"] as? String),
-                    ]
-                )
-                #expect(signIn.status == 200, "\(signIn.body)")
-                let accessToken = try #require(signIn.body["accessToken"] as? String)
-                let me = try await call("GET", base + "/api/me", bearer: accessToken)
-                #expect(me.status == 200)
-                #expect(me.body["email"] as? String == "deployed@example.com", "\(me.body)")
-
-                for file in ["siwa-data.key", "siwa.sqlite"] {
-                    let mode =
-                        try FileManager.default.attributesOfItem(
-                            atPath: folder.url.appendingPathComponent(file).path
-                        )[.posixPermissions] as? Int
-                    #expect(mode == 0o600, "\(file) is \(String(mode ?? 0, radix: 8)), not 600")
-                }
-                // The operator's commands read the same file.
-                let users = try await runChildProcess(
-                    binary,
-                    arguments: ["users", "list", "--config", "siwa.json"],
-                    environment: bare,
-                    directory: folder.path
-                )
-                #expect(String(decoding: users.stdout, as: UTF8.self).contains("deployed@example.com"))
-                // The log is JSON lines, as the guide's file asks.
-                let firstLine = try String(contentsOfFile: log, encoding: .utf8).split(separator: "\n").first ?? ""
-                #expect(firstLine.hasPrefix(#"{"time":"#), "\(firstLine)")
             }
         }
     }
 
-    /// The guide names the files the test above and the proxy tests use, so that it cannot describe others.
-    @Test func theGuideNamesTheTestedFiles() throws {
-        let guide = try String(contentsOf: Self.root.appendingPathComponent("docs/deploy.md"), encoding: .utf8)
-        for name in [
-            "deployment/siwa.json", "deployment/siwa.service", "deployment/nginx-proxy.conf",
-            "deployment/nginx-tls.conf", "swift build -c release --static-swift-stdlib", "LimitNOFILE",
-            "siwa migrate", "pg_dump", ".backup",
-        ] {
-            #expect(guide.contains(name), "docs/deploy.md does not mention \(name)")
-        }
-        let unit = try String(
-            contentsOf: Self.root.appendingPathComponent("docs/deployment/siwa.service"),
-            encoding: .utf8
-        )
-        #expect(unit.contains("ExecStart=/usr/local/bin/siwa serve --config /etc/siwa/siwa.json"))
+    private func mode(_ path: String) throws -> Int? {
+        try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int
     }
 }
