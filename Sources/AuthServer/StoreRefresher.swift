@@ -24,7 +24,7 @@ struct StoreRefresher: Service {
         await withTaskGroup(of: Void.self) { group in
             group.addTask { await poll() }
             group.addTask {
-                try? await cancelWhenGracefulShutdown {
+                await cancelWhenGracefulShutdown {
                     for await announcement in announcements { await apply(announcement) }
                 }
             }

@@ -122,8 +122,8 @@ extension OpenIDController {
         let redirect: AuthorizationRedirect
         let checked: CheckedAuthorization
         switch validate(fields, wellFormed: true, redirectStatus: .seeOther, logger: context.logger) {
-        case .valid(let valid):
-            (client, redirect, checked) = (valid.client, valid.redirect, valid.checked)
+        case .valid(let validClient, let validRedirect, let validChecked):
+            (client, redirect, checked) = (validClient, validRedirect, validChecked)
         case .refused(let answer):
             return answer
         }
