@@ -41,14 +41,14 @@ import Testing
             ("2001:db8::1", [0x20, 0x01, 0x0D, 0xB8] + [UInt8](repeating: 0, count: 11) + [1]),
         ]
         for (text, bytes) in accepted {
-            #expect(TrustedProxies.parse(text) == bytes, "\(text)")
+            #expect(AddressRanges.parse(text) == bytes, "\(text)")
         }
         for refused in [
             "", ".", "1.2.3", "1.2.3.4.5", "1..2.3", ".1.2.3", "1.2.3.", "256.0.0.1", "1.2.3.256", "999.1.1.1",
             "0001.2.3.4", "+1.2.3.4", "-0.1.2.3", "1.2.3.4 ", " 1.2.3.4", "1.2.3.a", "\u{0663}.1.1.1", "1.2.3.4/8",
             "1.2.3.4%eth0", "localhost", "::ffff:1.2.3", "2001:db8:::1",
         ] {
-            #expect(TrustedProxies.parse(refused) == nil, "\(refused)")
+            #expect(AddressRanges.parse(refused) == nil, "\(refused)")
         }
         #expect(RateLimitMiddleware.bucketKey("203.0.113.9") == "203.0.113.9")
         #expect(RateLimitMiddleware.bucketKey("2001:db8:1:2:3:4:5:6") == "2001:db8:1:2::/64")

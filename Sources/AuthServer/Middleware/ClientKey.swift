@@ -5,7 +5,7 @@
 enum ClientKey {
     /// The key of `address`.
     static func of(_ address: String) -> String {
-        guard let bytes = TrustedProxies.parse(address) else { return address }
+        guard let bytes = AddressRanges.parse(address) else { return address }
         if bytes.count == 4 {
             // Written as IPv4 already: kept as it is, with no formatting per request.
             guard address.utf8.contains(UInt8(ascii: ":")) else { return address }
