@@ -18,7 +18,8 @@ public import NIOCore
 ///   - clock: wall clock.
 ///   - host: address to listen on.
 ///   - port: port (0 for any free one).
-///   - logger: request and event logs (never tokens).
+///   - logger: request and event logs (never tokens); every line a request causes carries its `request_id`
+///     (``Logging/Logger/MetadataProvider/siwaRequestID`` is added to it).
 ///   - tls: serve https with this certificate (answers then carry `Strict-Transport-Security`, see
 ///     ``AuthServerConfiguration/hstsMaxAge``); `nil` for plain http.
 ///   - onServerRunning: called once the port is bound and the server accepts connections.
@@ -68,6 +69,7 @@ func assembleApplication(
 ) async throws -> (
     application: some ApplicationProtocol, routes: [RegisteredRoute], policies: [RegisteredRoute: RouteAccess]
 ) {
+    let logger = logger.addingSiwaRequestID()
     // One registry per application, never the global `MetricsSystem`: tests run many applications in one process.
     let metrics = configuration.metricsEnabled ? ServerMetrics() : nil
     let keySource: any AppleKeySource = AppleKeysEndpoint(
@@ -139,13 +141,15 @@ func assembleApplication(
         access: ServiceStackController.tokenCookie, refresh: ServiceStackController.refreshCookie
     )
     let router = Router(context: SiwaRequestContext.self)
-    // First, so that the errors the next one answers carry it too.
+    // First: its request id is on every line the others log, and it logs the answer they make of every error.
+    router.add(
+        middleware: AccessLogMiddleware(trustedProxies: configuration.trustedProxies, metrics: metrics, logger: logger)
+    )
+    // Next, so that the errors the next one answers carry it too.
     if tls != nil, let maxAge = configuration.hstsMaxAge {
         router.add(middleware: StrictTransportSecurityMiddleware(maxAge: maxAge))
     }
     router.add(middleware: NoSniffMiddleware())
-    if let metrics { router.add(middleware: MetricsMiddleware(metrics: metrics)) }
-    router.add(middleware: RequestLogMiddleware())
     if configuration.authRateLimit != nil || configuration.notificationRateLimit != nil {
         router.add(middleware: RateLimitMiddleware(configuration: configuration))
     }

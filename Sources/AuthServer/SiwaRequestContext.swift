@@ -15,6 +15,15 @@ public struct SiwaRequestContext: RequestContext, RemoteAddressRequestContext {
     /// Who is calling, as ``RouteGuard`` found it for the route's ``RouteAccess`` (`nil`: the request presented no
     /// access token the route reads).
     var authentication: Authentication?
+    /// The request's id, client address and caller, as the access log will say them (``AccessLogMiddleware`` sets it
+    /// before any other middleware runs).
+    var requestLog: RequestLog?
+
+    /// The client's address as the rate limits see it: the peer, or the client a trusted proxy names.
+    func clientAddress(of request: Request, trustedProxies: TrustedProxies) -> String? {
+        if let requestLog { return requestLog.client }
+        return trustedProxies.clientAddress(peer: remoteAddress?.ipAddress, headers: request.headers)
+    }
 
     /// The siwa session of the request, when it presents a valid one the route accepts.
     public var session: AccessTokenClaims? {

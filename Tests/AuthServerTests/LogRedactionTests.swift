@@ -16,9 +16,11 @@ struct LogRedactionTests {
     final class Capture: Sendable {
         let lines = Mutex<[String]>([])
 
-        var logger: Logger {
+        var logger: Logger { logger(level: .trace) }
+
+        func logger(level: Logger.Level) -> Logger {
             var logger = Logger(label: "siwa") { label in Handler(label: label, capture: self) }
-            logger.logLevel = .trace
+            logger.logLevel = level
             return logger
         }
 
@@ -27,6 +29,7 @@ struct LogRedactionTests {
             let capture: Capture
             var logLevel: Logger.Level = .trace
             var metadata: Logger.Metadata = [:]
+            var metadataProvider: Logger.MetadataProvider?
 
             subscript(metadataKey key: String) -> Logger.Metadata.Value? {
                 get { metadata[key] }
@@ -34,7 +37,13 @@ struct LogRedactionTests {
             }
 
             func log(event: LogEvent) {
-                let line = JSONLogHandler.line(event, label: label, metadata: metadata, provider: nil, now: (0, 0))
+                let line = JSONLogHandler.line(
+                    event,
+                    label: label,
+                    metadata: metadata,
+                    provider: metadataProvider,
+                    now: (0, 0)
+                )
                 capture.lines.withLock { $0.append(String(decoding: line, as: UTF8.self)) }
             }
         }

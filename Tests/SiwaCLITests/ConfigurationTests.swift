@@ -175,7 +175,7 @@ struct ConfigurationTests {
     }
 
     /// `serve --config` with a JSON file, `SIWA_LOG_LEVEL=debug` and `SIWA_LOG_FORMAT=json`: it listens where the
-    /// file says, writes JSON lines, and shows request logs.
+    /// file says, writes JSON lines, and logs each request with its path (at debug) and the id it answered.
     @Test func serveReadsTheFileAndLogsJSONAtTheLevelAsked() async throws {
         let port = Int.random(in: 10_000...19_999)
         let json = try folder.write(
@@ -211,7 +211,9 @@ struct ConfigurationTests {
             let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
             #expect(object?["level"] is String && object?["message"] is String, "not a JSON log line: \(line)")
         }
-        #expect(lines.contains { $0.contains(#""level":"debug""#) && $0.contains("/healthz") }, "no request log")
+        let access = lines.filter { $0.contains(#""message":"request""#) && $0.contains(#""route":"/healthz""#) }
+        #expect(!access.isEmpty, "no access line")
+        #expect(access.allSatisfy { $0.contains(#""path":"/healthz""#) && $0.contains(#""request_id":""#) })
     }
 
     /// Run in the folder where `siwa demo` ran, with no setting at all, `siwa users list` lists the demo's users;

@@ -68,6 +68,11 @@ struct DeploymentTests {
             #expect(firstLine.hasPrefix(#"{"time":"#), "\(firstLine)")
             let keyFile = guide.folder.url.appendingPathComponent("siwa-data.key").path
             #expect(text.contains("created a new data key in \(keyFile): back that file up now"), "\(text)")
+            // One access line per request, at info, naming the account the sign-in signed in.
+            let access = text.split(separator: "\n").filter { $0.contains(#""route":"/auth/apple/native""#) }
+            #expect(access.count == 1, "\(access)")
+            #expect(access.first?.contains(#""level":"info""#) == true)
+            #expect(access.first?.contains(#""user":""#) == true, "\(access)")
         }
     }
 

@@ -133,9 +133,7 @@ struct RateLimitMiddleware: RouterMiddleware {
         }
         let now = clock.now
         var wait: Double?
-        let client = Self.bucketKey(
-            trustedProxies.clientAddress(peer: context.remoteAddress?.ipAddress, headers: request.headers)
-        )
+        let client = Self.bucketKey(context.clientAddress(of: request, trustedProxies: trustedProxies))
         switch budget {
         case .notifications:
             wait = notifications?.take(client, now: now)

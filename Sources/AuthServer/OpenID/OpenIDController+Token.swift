@@ -106,6 +106,7 @@ extension OpenIDController {
                 sessionID: sessionID,
                 details: ["account": "returning", "via": "openid"]
             )
+            context.requestLog?.identify(user: user.id, session: sessionID)
             context.logger.info("OpenID sign-in", metadata: ["client": "\(client.id)", "user": "\(user.id)"])
             return try Self.noStore(
                 TokenAnswer(

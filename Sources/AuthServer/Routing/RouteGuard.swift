@@ -32,10 +32,10 @@ struct RouteGuard: Sendable {
             return try access.refusal.answer(error, request)
         }
         switch context.authentication {
-        case .session:
-            break
-        case .relyingParty where access.acceptsRelyingParty:
-            break
+        case .session(let claims, _):
+            context.requestLog?.identify(user: claims.userID, session: claims.sessionID)
+        case .relyingParty(let claims, _) where access.acceptsRelyingParty:
+            context.requestLog?.identify(user: claims.userID, session: claims.sessionID)
         case .relyingParty:
             guard !access.required else { return try access.refusal.answer(.relyingPartyToken, request) }
             context.authentication = .refused(.relyingPartyToken)

@@ -16,10 +16,7 @@ struct SessionOrigin: Sendable {
     init(_ request: Request, context: SiwaRequestContext, configuration: AuthServerConfiguration) {
         self.init(
             userAgent: request.headers[.userAgent],
-            clientAddress: configuration.trustedProxies.clientAddress(
-                peer: context.remoteAddress?.ipAddress,
-                headers: request.headers
-            )
+            clientAddress: context.clientAddress(of: request, trustedProxies: configuration.trustedProxies)
         )
     }
 }

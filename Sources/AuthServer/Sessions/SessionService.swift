@@ -158,6 +158,7 @@ public final class SessionService: Sendable {
         )
         switch outcome {
         case .rotated(let sessionID, let userID):
+            RequestLog.current?.identify(user: userID, session: sessionID)
             metrics?.refresh(.rotated)
             try await requireAppleConsentAfterRotating(userID: userID, logger: logger)
             let access = try issuer.issue(userID: userID, sessionID: sessionID)
@@ -169,8 +170,10 @@ public final class SessionService: Sendable {
                 userID: userID
             )
         case .reused(let sessionID, let userID):
+            RequestLog.current?.identify(user: userID, session: sessionID)
             throw try await reuseDetected(sessionID: sessionID, userID: userID, endedByStore: true, logger: logger)
-        case .revoked(_, let userID):
+        case .revoked(let sessionID, let userID):
+            RequestLog.current?.identify(user: userID, session: sessionID)
             metrics?.refresh(.revoked)
             if let ended = try await appleConsentEndedError(userID: userID) { throw ended }
             throw AuthServerError.refreshTokenRevoked
@@ -209,11 +212,14 @@ public final class SessionService: Sendable {
         let check = try await store.checkRefreshToken(presentedHash: RefreshTokens.hash(refreshToken), now: clock.now)
         switch check {
         case .current(let sessionID, let userID):
+            RequestLog.current?.identify(user: userID, session: sessionID)
             return (sessionID, userID)
         case .used(let sessionID, let userID):
+            RequestLog.current?.identify(user: userID, session: sessionID)
             // The store's check changes nothing; reuse ends the session here, as a rotation would have.
             throw try await reuseDetected(sessionID: sessionID, userID: userID, logger: logger)
-        case .revoked(_, let userID):
+        case .revoked(let sessionID, let userID):
+            RequestLog.current?.identify(user: userID, session: sessionID)
             if try await store.user(id: userID)?.isDisabled == true { throw AuthServerError.accountDisabled }
             throw AuthServerError.refreshTokenRevoked
         case .expired:

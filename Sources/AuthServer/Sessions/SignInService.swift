@@ -143,6 +143,10 @@ struct SignInService: Sendable {
             )
         }
         // A disabled account's sign-in started no session (the store's rule): refused.
+        RequestLog.current?.identify(
+            user: outcome.user.id,
+            session: outcome.user.isDisabled ? nil : session.record.sessionID
+        )
         guard !outcome.user.isDisabled else {
             sessions.signedIn(outcome.user)
             logger.info("sign-in refused: the account is disabled", metadata: ["user": "\(outcome.user.id)"])

@@ -1,4 +1,5 @@
 import AppleSignIn
+import AuthServer
 import Foundation
 import Logging
 
@@ -15,13 +16,14 @@ enum LogFormat: String, Sendable {
 }
 
 extension Logger {
-    /// The logger of a long-running command (serve, demo): the level and format of the settings. The JSON format is
-    /// installed process-wide, so that every library's logger writes JSON lines too.
+    /// The logger of a long-running command (serve, demo): the level and format of the settings, with the request id
+    /// on every line a request causes (the store's too, which is given this logger). The JSON format is installed
+    /// process-wide, so that every library's logger writes JSON lines too.
     static func siwa(level: Logger.Level, format: LogFormat) -> Logger {
         if format == .json { LoggingSystem.bootstrap { JSONLogHandler(label: $0) } }
         var logger = Logger(label: "siwa")
         logger.logLevel = level
-        return logger
+        return logger.addingSiwaRequestID()
     }
 }
 

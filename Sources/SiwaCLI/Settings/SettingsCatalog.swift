@@ -43,7 +43,10 @@ enum SettingsCatalog {
                     key: "log.level",
                     variable: "SIWA_LOG_LEVEL",
                     defaultValue: "info",
-                    meaning: "trace, debug, info, notice, warning, error or critical; request logs are debug."
+                    meaning:
+                        "trace, debug, info, notice, warning, error or critical. At info, one access line per request "
+                        + "(method, route, status, duration, client, user and session, request id); at debug it also "
+                        + "has the path and query, credentials redacted."
                 ),
                 .init(
                     key: "log.format",
