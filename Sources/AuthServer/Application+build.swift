@@ -53,7 +53,8 @@ public func buildApplication(
 
 /// ``buildApplication(configuration:apple:store:transport:sealer:clock:host:port:logger:tls:onServerRunning:)``, and
 /// the routes its router registered, which a test compares with the OpenAPI document (`docs/openapi.json`), and the
-/// access each was registered with (``RouteAccess``), which a test walks with every kind of credential.
+/// access each was registered with (``RouteAccess``), which a test walks with every kind of credential; and the
+/// access of the metrics listener's routes (empty without one).
 func assembleApplication(
     configuration: AuthServerConfiguration,
     apple: AppleSignInConfiguration,
@@ -67,11 +68,13 @@ func assembleApplication(
     tls: ServerTLS?,
     onServerRunning: @escaping @Sendable (any Channel) async -> Void
 ) async throws -> (
-    application: some ApplicationProtocol, routes: [RegisteredRoute], policies: [RegisteredRoute: RouteAccess]
+    application: some ApplicationProtocol, routes: [RegisteredRoute], policies: [RegisteredRoute: RouteAccess],
+    metricsPolicies: [RegisteredRoute: RouteAccess]
 ) {
     let logger = logger.addingSiwaRequestID()
     // One registry per application, never the global `MetricsSystem`: tests run many applications in one process.
-    let metrics = configuration.metricsEnabled ? ServerMetrics() : nil
+    // Counted only when a listener answers them.
+    let metrics = configuration.metricsListener != nil ? ServerMetrics() : nil
     let keySource: any AppleKeySource = AppleKeysEndpoint(
         baseURL: apple.appleBaseURL,
         transport: transport,
@@ -154,17 +157,14 @@ func assembleApplication(
         router.add(middleware: RateLimitMiddleware(configuration: configuration))
     }
     let adminAccess = AdminAccess(configuration: configuration, store: store, sessions: sessions)
-    // Every route below is registered with who may call it; the guard enforces it before the handler runs.
-    let routes = PolicedRoutes(
-        router: router,
-        guarding: RouteGuard(
-            sessions: sessions,
-            configuration: configuration,
-            cookieNames: [web.sessionName] + (compatibility.serviceStack ? [serviceStackCookies.access] : []),
-            requireAdmin: { context in _ = try await adminAccess.admin(context) }
-        ),
-        declarations: PolicedRoutes.Declarations()
+    let guarding = RouteGuard(
+        sessions: sessions,
+        configuration: configuration,
+        cookieNames: [web.sessionName] + (compatibility.serviceStack ? [serviceStackCookies.access] : []),
+        requireAdmin: { context in _ = try await adminAccess.admin(context) }
     )
+    // Every route below is registered with who may call it; the guard enforces it before the handler runs.
+    let routes = PolicedRoutes(router: router, guarding: guarding, declarations: PolicedRoutes.Declarations())
     let auth = routes.group("/auth")
     let api = routes.group("/api")
     SessionController(
@@ -235,18 +235,8 @@ func assembleApplication(
             body: .init(byteBuffer: ByteBuffer(bytes: issuer.jwks()))
         )
     }
-    if let metrics {
-        routes.get("/metrics", access: .open) { _, _ -> Response in
-            Response(
-                status: .ok,
-                headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8", .cacheControl: "no-store"],
-                body: .init(byteBuffer: ByteBuffer(bytes: metrics.exposition()))
-            )
-        }
-    }
     let home = HomePage(
         webSignIn: apple.servicesID != nil,
-        metrics: metrics != nil,
         contracts: [
             compatibility.serviceStack ? "ServiceStack" : nil, compatibility.vaporTutorial ? "Vapor tutorial" : nil,
             compatibility.rentManager ? "Rent Manager" : nil,
@@ -314,8 +304,51 @@ func assembleApplication(
     if let tls {
         app.addServices(ServerTLS.Reloader(tls: tls, interval: configuration.tlsReloadInterval, logger: logger))
     }
+    let metricsDeclarations = PolicedRoutes.Declarations()
+    if let metrics, let listener = configuration.metricsListener {
+        app.addServices(
+            metricsApplication(
+                metrics,
+                listener: listener,
+                routes: PolicedRoutes(
+                    router: Router(context: SiwaRequestContext.self),
+                    guarding: guarding,
+                    declarations: metricsDeclarations
+                ),
+                logger: logger
+            )
+        )
+    }
     app.addServices(
         Housekeeping(store: store, configuration: configuration.housekeeping, clock: clock, logger: logger)
     )
-    return (app, registered, routes.declarations.all)
+    return (app, registered, routes.declarations.all, metricsDeclarations.all)
+}
+
+/// The metrics listener's application: `GET /metrics` and `GET /healthz`, nothing else, on the listener's own address.
+/// Its requests are neither logged nor counted: a scraper's every visit would fill the access log.
+private func metricsApplication(
+    _ metrics: ServerMetrics,
+    listener: MetricsListener,
+    routes: PolicedRoutes,
+    logger: Logger
+) -> some ApplicationProtocol {
+    routes.router.add(middleware: NoSniffMiddleware())
+    routes.get("/metrics", access: .open) { _, _ -> Response in
+        Response(
+            status: .ok,
+            headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8", .cacheControl: "no-store"],
+            body: .init(byteBuffer: ByteBuffer(bytes: metrics.exposition()))
+        )
+    }
+    routes.get("/healthz", access: .open) { _, _ -> HTTPResponse.Status in .ok }
+    return Application(
+        router: routes.router,
+        configuration: ApplicationConfiguration(
+            address: .hostname(listener.host, port: listener.port),
+            serverName: "siwa"
+        ),
+        onServerRunning: listener.onServerRunning,
+        logger: logger
+    )
 }

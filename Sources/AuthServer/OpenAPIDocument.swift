@@ -11,7 +11,7 @@ enum OpenAPIDocument {
     "title": "siwa",
     "version": "0.4.0",
     "summary": "A Sign in with Apple server: native and web sign-in, siwa's own sessions, Apple's account lifecycle, an operator console, and three tutorials' client contracts.",
-    "description": "Every route `buildApplication` registers, with every optional feature on. Routes that configuration turns on carry `x-siwa-condition`; the client contracts also carry `x-siwa-contract`. Errors of siwa's own routes are `{\"error\": code, \"message\": text}` with the HTTP status; each client contract answers its own error shape. Every answer carries `X-Content-Type-Options: nosniff` and `X-Request-Id` (the id the access log and every log line of the request carry: a trusted proxy's `X-Request-Id`, else a new one). With rate limits on, any request that writes, and the GETs that start a web flow, `/login` and `GET /auth/logout`, may answer 429 `rate_limited` with Retry-After; a route that reads the database may answer 503 `database_unavailable` with Retry-After while it is unreachable.\n\nThis file (docs/openapi.json) is the source: the server embeds it (scripts/generate-openapi-source) and serves it at `/openapi.json`. Tests fail when a route is missing here or here but not registered (OpenAPIDocumentTests), and schemathesis checks the live server against it (OpenAPIConformanceTests). docs/openapi.md says how to keep it in sync.",
+    "description": "Every route `buildApplication` registers, with every optional feature on. Routes that configuration turns on carry `x-siwa-condition`; the client contracts also carry `x-siwa-contract`. Errors of siwa's own routes are `{\"error\": code, \"message\": text}` with the HTTP status; each client contract answers its own error shape. Every answer carries `X-Content-Type-Options: nosniff` and `X-Request-Id` (the id the access log and every log line of the request carry: a trusted proxy's `X-Request-Id`, else a new one). `GET /metrics` is not served here but on the metrics listener's own port (`SIWA_METRICS_PORT`). With rate limits on, any request that writes, and the GETs that start a web flow, `/login` and `GET /auth/logout`, may answer 429 `rate_limited` with Retry-After; a route that reads the database may answer 503 `database_unavailable` with Retry-After while it is unreachable.\n\nThis file (docs/openapi.json) is the source: the server embeds it (scripts/generate-openapi-source) and serves it at `/openapi.json`. Tests fail when a route is missing here or here but not registered (OpenAPIDocumentTests), and schemathesis checks the live server against it (OpenAPIConformanceTests). docs/openapi.md says how to keep it in sync.",
     "license": {
       "name": "Apache-2.0",
       "identifier": "Apache-2.0"
@@ -26,7 +26,7 @@ enum OpenAPIDocument {
   "tags": [
     {
       "name": "canonical",
-      "description": "siwa's own API: native sign-in, nonces, refresh, logout, the current user, keys, health, metrics, this document."
+      "description": "siwa's own API: native sign-in, nonces, refresh, logout, the current user, keys, health, this document."
     },
     {
       "name": "web",
@@ -505,29 +505,6 @@ enum OpenAPIDocument {
         }
       }
     },
-    "/metrics": {
-      "get": {
-        "operationId": "metrics",
-        "tags": [
-          "canonical"
-        ],
-        "x-siwa-condition": "metrics on (the default; off when the server is built with metricsEnabled false)",
-        "summary": "Prometheus metrics",
-        "description": "Answers anyone who reaches the port: keep it off the public side.",
-        "responses": {
-          "200": {
-            "description": "Prometheus text format 0.0.4.",
-            "content": {
-              "text/plain": {
-                "schema": {
-                  "type": "string"
-                }
-              }
-            }
-          }
-        }
-      }
-    },
     "/openapi.json": {
       "get": {
         "operationId": "openAPIDocument",
@@ -559,7 +536,7 @@ enum OpenAPIDocument {
         "tags": [
           "web"
         ],
-        "summary": "The home page: links to the sign-in page, keys, health, console and metrics",
+        "summary": "The home page: links to the sign-in page, keys, health and the console",
         "responses": {
           "200": {
             "$ref": "#/components/responses/HTMLPage"

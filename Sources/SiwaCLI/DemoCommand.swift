@@ -75,6 +75,8 @@ struct DemoCommand: AsyncParsableCommand {
             "SIWA_DATABASE_PATH": database,
             // Every compatibility contract, so that the tutorials' apps work against the demo unchanged.
             "SIWA_COMPAT": "all",
+            // No metrics listener: its port would be a third one to find free, for a demo nobody scrapes.
+            "SIWA_METRICS_PORT": "0",
         ])
         settings.host = "127.0.0.1"
         DescriptorLimit.apply(to: &settings.server.connections, logger: logger)

@@ -13,7 +13,7 @@ import Testing
 struct AuditLogFailureTests {
     @Test func aFailingAuditWriteDoesNotFailALogout() async throws {
         let store = AuditFailingStore(base: InMemoryAccountStore())
-        try await ServerHarness.run(store: store) { harness in
+        try await ServerHarness.run(store: store, metrics: true) { harness in
             let signIn = try await harness.signIn("audit-down@example.com")
             let access = try #require(signIn.json.string("accessToken"))
             let logout = try await harness.call(.post, "/auth/logout", bearer: access)
@@ -26,8 +26,7 @@ struct AuditLogFailureTests {
                 json: ["refreshToken": try #require(signIn.json.string("refreshToken"))]
             )
             #expect(refresh.status == .unauthorized)
-            let metrics = try await harness.server.execute(uri: "/metrics", method: .get)
-            let exposition = String(buffer: metrics.body)
+            let exposition = try await harness.metrics().body
             #expect(exposition.contains("siwa_audit_write_failures_total 1"), "the failed write is counted")
             #expect(
                 try await store.auditEvents(AuditEventFilter(types: [.sessionEnded]), limit: 10, after: nil).items

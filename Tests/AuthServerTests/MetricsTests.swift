@@ -6,11 +6,12 @@ import NIOCore
 import SiwaTesting
 import Testing
 
-/// `GET /metrics`: Prometheus text counting requests by route, sign-ins, refreshes, refused tokens and Apple calls.
+/// `GET /metrics` on the metrics listener: Prometheus text counting requests by route, sign-ins, refreshes, refused
+/// tokens and Apple calls.
 @Suite("MetricsTests")
 struct MetricsTests {
     @Test func countsSignInsRefreshesFailuresAndRequestsByRoute() async throws {
-        try await ServerHarness.run { harness in
+        try await ServerHarness.run(metrics: true) { harness in
             let first = try await harness.signIn("metrics@example.com", givenName: "Mia")
             #expect(first.status == .ok)
             let again = try await harness.signIn("metrics@example.com")
@@ -76,16 +77,14 @@ struct MetricsTests {
             )
             #expect(try #require(metrics.value("siwa_http_request_duration_seconds_sum", ["route": "/api/me"])) > 0)
 
-            // A scrape counts itself once it is answered.
+            // Scrapes are not the public port's requests: they count nowhere.
             let (next, _) = try await scrape(harness)
-            #expect(
-                next.value("siwa_http_requests_total", ["method": "GET", "route": "/metrics", "status": "200"]) == 1
-            )
+            #expect(!next.samples.contains { $0.labels["route"] == "/metrics" })
         }
     }
 
     @Test func failedCodeExchangeIsCounted() async throws {
-        try await ServerHarness.run { harness in
+        try await ServerHarness.run(metrics: true) { harness in
             try await harness.emulator("/emulator/faults", ["endpoint": "token", "mode": "error"])
             let answer = try await harness.signIn("fault@example.com")
             #expect(answer.status == .ok)
@@ -95,13 +94,24 @@ struct MetricsTests {
         }
     }
 
-    @Test func metricsRouteIsAbsentWhenDisabled() async throws {
-        let configuration = AuthServerConfiguration(
-            authRateLimit: nil,
-            storeRefreshInterval: .milliseconds(200),
-            metricsEnabled: false
-        )
-        try await ServerHarness.run(configuration: configuration) { harness in
+    /// The metrics have a listener of their own: publishing the public port (a proxy forwarding every path, as the
+    /// deployment guide's nginx does) never publishes them.
+    @Test func thePublicPortNeverAnswersMetrics() async throws {
+        try await ServerHarness.run(metrics: true) { harness in
+            #expect(try await harness.signIn("public@example.com").status == .ok)
+            let publicPort = try await harness.server.execute(uri: "/metrics", method: .get)
+            #expect(publicPort.status == .notFound)
+            #expect(!String(buffer: publicPort.body).contains("siwa_"))
+            #expect(try await harness.metrics("/metrics").status == .ok)
+            #expect(try await harness.metrics("/healthz").status == .ok)
+            // Nothing else is served there.
+            #expect(try await harness.metrics("/api/me").status == .notFound)
+            #expect(try await harness.metrics("/admin").status == .notFound)
+        }
+    }
+
+    @Test func withoutAListenerNothingAnswersMetrics() async throws {
+        try await ServerHarness.run { harness in
             #expect(try await harness.signIn("off@example.com").status == .ok)
             let response = try await harness.server.execute(uri: "/metrics", method: .get)
             #expect(response.status == .notFound)
@@ -110,12 +120,11 @@ struct MetricsTests {
 
     // MARK: Helpers
 
-    /// `GET /metrics`, parsed.
+    /// `GET /metrics` on the metrics listener, parsed.
     private func scrape(_ harness: ServerHarness) async throws -> (PrometheusText, HTTPFields) {
-        let response = try await harness.server.execute(uri: "/metrics", method: .get)
+        let response = try await harness.metrics()
         #expect(response.status == .ok)
-        let text = String(decoding: response.body.readableBytesView, as: UTF8.self)
-        return (try PrometheusText(text), response.headers)
+        return (try PrometheusText(response.body), response.headers)
     }
 }
 

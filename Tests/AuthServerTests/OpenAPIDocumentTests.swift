@@ -35,7 +35,7 @@ struct OpenAPIDocumentTests {
         var configuration = AuthServerConfiguration(authRateLimit: nil, storeRefreshInterval: .seconds(60))
         configuration.compatibility = .all
         configuration.compatibility.adminUsers = ["00000000-0000-0000-0000-000000000001"]
-        configuration.metricsEnabled = true
+        configuration.metricsListener = MetricsListener(port: 0)
         configuration.web.domainAssociation = "association"
         let apple = try AppleSignInConfiguration(
             bundleIDs: [ClientID("com.example.app")],
@@ -59,12 +59,15 @@ struct OpenAPIDocumentTests {
         return routes
     }
 
-    /// The application `configuration` builds, with the routes its router registered and the access of each, on an
-    /// in-memory store (nothing is served).
+    /// The application `configuration` builds, with the routes its router registered and the access of each, and the
+    /// access of the metrics listener's routes, on an in-memory store (nothing is served).
     static func assemble(
         _ configuration: AuthServerConfiguration,
         apple: AppleSignInConfiguration
-    ) async throws -> (routes: [RegisteredRoute], policies: [RegisteredRoute: RouteAccess]) {
+    ) async throws -> (
+        routes: [RegisteredRoute], policies: [RegisteredRoute: RouteAccess],
+        metricsPolicies: [RegisteredRoute: RouteAccess]
+    ) {
         let built = try await assembleApplication(
             configuration: configuration,
             apple: apple,
@@ -78,7 +81,7 @@ struct OpenAPIDocumentTests {
             tls: nil,
             onServerRunning: { _ in }
         )
-        return (built.routes, built.policies)
+        return (built.routes, built.policies, built.metricsPolicies)
     }
 
     @Test func everyRouteTheServerRegistersIsDocumentedAndNoOther() async throws {

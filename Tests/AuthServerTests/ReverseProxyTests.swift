@@ -1,10 +1,12 @@
 import AuthServer
 import Foundation
+import HTTPTypes
 import SiwaTesting
 import Testing
 
 /// siwa behind a real nginx (Debian's package, installed by `scripts/with-nginx`), with the proxy settings of
-/// `docs/deployment/nginx-proxy.conf`: per-client rate limits must hold for every client behind the proxy.
+/// `docs/deployment/nginx-proxy.conf`: per-client rate limits must hold for every client behind the proxy, the
+/// metrics must not be published, and nginx's request id must be siwa's.
 @Suite(
     "Server: behind nginx",
     .enabled(
@@ -124,6 +126,40 @@ struct ReverseProxyTests {
                 let spoofed = try await Self.nonce(via: port, from: "127.0.0.2", forwardedFor: "203.0.113.50")
                 #expect(spoofed == 429)
             }
+        }
+    }
+
+    /// `GET path` through nginx from 127.0.0.1, with the client's own `X-Request-Id`: the status and the answer's
+    /// `X-Request-Id`.
+    static func get(_ path: String, via port: Int, clientsRequestID: String) async throws -> (Int, String?) {
+        let connection = try RawSocketConnection(port: port)
+        #expect(
+            connection.send(
+                "GET \(path) HTTP/1.1\r\nHost: auth.example.com\r\nX-Request-Id: \(clientsRequestID)\r\n"
+                    + "Connection: close\r\n\r\n"
+            )
+        )
+        let answer = try #require(try await connection.readResponse(timeout: .seconds(10)))
+        let id = answer.head.split(separator: "\r\n").first { $0.lowercased().hasPrefix("x-request-id:") }
+            .map { $0.dropFirst("x-request-id:".count).trimmingCharacters(in: .whitespaces) }
+        return (answer.status, id)
+    }
+
+    /// The guide's proxy configuration forwards every path, and still publishes no metrics: they are on a listener of
+    /// their own. nginx's `$request_id` replaces the client's `X-Request-Id` and becomes siwa's request id.
+    @Test func theGuidesProxyPublishesNoMetricsAndPassesItsRequestID() async throws {
+        var configuration = AuthServerConfiguration(authRateLimit: nil, storeRefreshInterval: .milliseconds(200))
+        configuration.trustedProxies = try TrustedProxies(["127.0.0.1"])
+        try await ServerHarness.run(configuration: configuration, metrics: true) { harness in
+            let upstream = try #require(harness.serverURL.split(separator: ":").last.flatMap { Int($0) })
+            try await Self.withNginx(upstreamPort: upstream) { port in
+                let (metrics, _) = try await Self.get("/metrics", via: port, clientsRequestID: "chosen-by-client")
+                #expect(metrics == 404)
+                let (health, id) = try await Self.get("/healthz", via: port, clientsRequestID: "chosen-by-client")
+                #expect(health == 200)
+                #expect(id?.wholeMatch(of: /[0-9a-f]{32}/) != nil, "nginx's $request_id: \(id ?? "none")")
+            }
+            #expect(try await harness.metrics().status == .ok, "on the metrics listener")
         }
     }
 

@@ -69,7 +69,7 @@ struct RouteAccessMatrixTests {
         var configuration = RelyingParty.configuration()
         configuration.compatibility = .all
         configuration.notificationRateLimit = nil
-        configuration.metricsEnabled = true
+        configuration.metricsListener = MetricsListener(port: 0)
         configuration.web.domainAssociation = "association"
         return configuration
     }
@@ -109,6 +109,17 @@ struct RouteAccessMatrixTests {
         #expect(undeclared.isEmpty, "routes registered without a RouteAccess:\n\(undeclared.joined(separator: "\n"))")
         let unrouted = Set(policies.keys).subtracting(routes).map(\.description).sorted()
         #expect(unrouted.isEmpty, "declarations without a route:\n\(unrouted.joined(separator: "\n"))")
+    }
+
+    /// The metrics listener serves two open routes on a port of its own, and nothing of the public router.
+    @Test func theMetricsListenerDeclaresItsTwoOpenRoutes() async throws {
+        let built = try await OpenAPIDocumentTests.assemble(
+            Self.configuration(),
+            apple: try AppleSignInConfiguration(bundleIDs: [ClientID(ServerHarness.bundleID)])
+        )
+        #expect(built.metricsPolicies.keys.map(\.description).sorted() == ["GET /healthz", "GET /metrics"])
+        #expect(built.metricsPolicies.values.allSatisfy { $0.credential == .none && !$0.readsAccessToken })
+        #expect(!built.routes.contains { $0.path == "/metrics" }, "the public router has no /metrics")
     }
 
     @Test(.timeLimit(.minutes(5)))
@@ -271,6 +282,10 @@ struct RouteAccessMatrixTests {
             registered) or when this file differs from what it observed. Rewrite it with \
             `SIWA_WRITE_ROUTE_ACCESS=1 swift test --filter RouteAccessMatrixTests`. The threat model is in \
             [security.md](security.md).
+
+            The metrics listener, on a port of its own (`SIWA_METRICS_PORT`), serves `GET /metrics` and \
+            `GET /healthz` to anyone who reaches that port, and nothing else; the public port does not serve \
+            `/metrics`.
 
             Each cell gives one answer per way of presenting the credential, in this order: \
             \(Way.allCases.map(\.rawValue).joined(separator: ", ")) (the last only on a POST).

@@ -41,6 +41,8 @@ struct ServerHarness: Sendable {
     /// The cookies a browser keeps between requests that the tests do not pass themselves: the web flow's binding
     /// cookie, which the authorize route sets and Apple's cross-site `form_post` carries back.
     let browserCookies = BrowserCookieJar()
+    /// The metrics listener's port once it listens (with `metrics: true`).
+    var metricsPort = ListenerPort()
 
     /// Runs `body` with an emulator and a server built by `buildApplication`.
     /// - Parameters:
@@ -57,6 +59,7 @@ struct ServerHarness: Sendable {
     ///     one (the live test client never reconnects).
     ///   - tls: with `web`, the server serves https itself (``ServerHarness/server`` then cannot reach it; drive it with
     ///     a browser or curl).
+    ///   - metrics: run the metrics listener on a free port (``metrics(_:)`` calls it).
     static func run(
         store: any AccountStore = InMemoryAccountStore(),
         configuration: AuthServerConfiguration = AuthServerConfiguration(
@@ -69,6 +72,7 @@ struct ServerHarness: Sendable {
         publicOrigin: (@Sendable (_ serverPort: Int) -> String)? = nil,
         tls: ServerTLS? = nil,
         keepsIdleTimeout: Bool = false,
+        metrics: Bool = false,
         adjust: (@Sendable (inout AuthServerConfiguration) -> Void)? = nil,
         logger: Logger = Logger(label: "siwa"),
         _ body: @escaping @Sendable (ServerHarness) async throws -> Void
@@ -79,6 +83,12 @@ struct ServerHarness: Sendable {
         var webConfiguration = configuration
         let origin = publicOrigin?(serverPort) ?? "http://127.0.0.1:\(serverPort)"
         if web { webConfiguration.publicURL = origin }
+        let metricsPort = ListenerPort()
+        if metrics {
+            webConfiguration.metricsListener = MetricsListener(port: 0) { channel in
+                metricsPort.bound(channel.localAddress?.port)
+            }
+        }
         adjust?(&webConfiguration)
         // HummingbirdTesting's live client keeps one connection for the whole test and never reconnects: a test that
         // spent longer than the idle timeout elsewhere (minting credentials at the emulator, on a loaded machine) had
@@ -125,7 +135,8 @@ struct ServerHarness: Sendable {
                             clock: clock,
                             dataKey: dataKey,
                             serverURL: configuration.publicURL,
-                            listenPort: serverPort
+                            listenPort: serverPort,
+                            metricsPort: metricsPort
                         )
                     )
                 }
@@ -140,7 +151,8 @@ struct ServerHarness: Sendable {
                         store: store,
                         clock: clock,
                         dataKey: dataKey,
-                        serverURL: "http://127.0.0.1:\(port)"
+                        serverURL: "http://127.0.0.1:\(port)",
+                        metricsPort: metricsPort
                     )
                 )
             }
@@ -257,6 +269,19 @@ struct ServerHarness: Sendable {
         return (response.status, object, response.headers)
     }
 
+    /// `GET path` on the metrics listener (with `metrics: true`).
+    func metrics(
+        _ path: String = "/metrics"
+    ) async throws -> (status: HTTPResponse.Status, body: String, headers: HTTPFields) {
+        let port = try await metricsPort.port()
+        let answer = try await AsyncHTTPClientTransport().send(
+            HTTPRequest(method: .get, scheme: "http", authority: "127.0.0.1:\(port)", path: path),
+            body: nil,
+            timeout: .seconds(10)
+        )
+        return (answer.response.status, String(decoding: answer.body, as: UTF8.self), answer.response.headerFields)
+    }
+
     /// Signs in natively with a fresh Apple credential and returns the server's answer.
     func signIn(
         _ email: String,
@@ -304,6 +329,24 @@ func freeLoopbackPort() throws -> Int {
         if bound == 0 { return port }
     }
     throw PortError()
+}
+
+/// The port a listener bound, once it has: the metrics listener starts beside the server, not before it.
+final class ListenerPort: Sendable {
+    private let value = Mutex<Int?>(nil)
+
+    func bound(_ port: Int?) {
+        value.withLock { $0 = port }
+    }
+
+    /// The port, waiting up to 10 s for the listener.
+    func port() async throws -> Int {
+        for _ in 0..<400 {
+            if let port = value.withLock({ $0 }) { return port }
+            try await Task.sleep(for: .milliseconds(25))
+        }
+        throw PortError()
+    }
 }
 
 private struct PortError: Error, CustomStringConvertible {

@@ -53,6 +53,7 @@ struct ConfigurationTests {
         ("SIWA_PORT", "port", "80x"), ("SIWA_RATE_LIMIT", "rateLimit", "ten"),
         ("SIWA_ACCESS_TOKEN_LIFETIME", "accessTokenLifetime", "-5"),
         ("SIWA_ACCOUNT_DELETION_MODE", "accountDeletionMode", "purge"), ("SIWA_LOG_LEVEL", "log.level", "loud"),
+        ("SIWA_METRICS_PORT", "metrics.port", "8080"),
     ])
     func doctorAndServeRefuseTheSameValues(variable: String, key: String, value: String) async throws {
         let base = ["SIWA_BUNDLE_IDS": "com.example.app", "SIWA_DATA_KEY_FILE": directory.path + "/k"]
@@ -182,7 +183,7 @@ struct ConfigurationTests {
             "siwa.json",
             """
             {"port": \(port), "bundleIDs": ["com.example.app"], "database": {"path": "served.sqlite"},
-             "log": {"level": "debug", "format": "json"}}
+             "log": {"level": "debug", "format": "json"}, "metrics": {"port": 0}}
             """
         )
         let log = directory.appendingPathComponent("serve.log").path

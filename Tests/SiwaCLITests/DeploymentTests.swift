@@ -53,6 +53,14 @@ struct DeploymentTests {
                 let me = try await call("GET", guide.base + "/api/me", bearer: signIn.accessToken)
                 #expect(me.status == 200)
                 #expect(me.body["email"] as? String == "deployed@example.com", "\(me.body)")
+                // The metrics are on their own port, so the guide's nginx, which forwards every path, cannot publish
+                // them.
+                #expect(try await call("GET", guide.base + "/metrics").status == 404)
+                let (exposition, scrape) = try await URLSession.shared.data(
+                    from: try #require(URL(string: "http://127.0.0.1:\(guide.metricsPort)/metrics"))
+                )
+                #expect((scrape as? HTTPURLResponse)?.statusCode == 200)
+                #expect(String(decoding: exposition, as: UTF8.self).contains("siwa_sign_ins_total"))
                 return log
             }
             for file in ["siwa-data.key", "siwa.sqlite"] {
@@ -213,6 +221,8 @@ struct DeploymentTests {
         /// No environment but `PATH`.
         let environment: [String: String]
         let port: Int
+        /// The operator port, where `/metrics` is answered (the guide's file names one).
+        let metricsPort: Int
         let emulatorPort: Int
         var base: String { "http://127.0.0.1:\(port)" }
 
@@ -319,9 +329,13 @@ struct DeploymentTests {
                 let example = try Data(contentsOf: Self.root.appendingPathComponent("docs/deployment/siwa.json"))
                 var configuration = try #require(try JSONSerialization.jsonObject(with: example) as? [String: Any])
                 let port = Int.random(in: 10_000...19_999)
-                // The guide's file with this machine's values: the team, its key, Apple's address, the folders.
+                let metricsPort = port == 19_999 ? 10_000 : port + 1
+                // The guide's file with this machine's values: the team, its key, Apple's address, the folders, and
+                // ports nothing else here uses.
+                let metrics = try #require(configuration["metrics"] as? [String: Any], "the guide's file has metrics")
                 configuration.merge([
-                    "port": port, "appleBaseURL": "http://127.0.0.1:\(emulatorPort)", "teamID": "DEMOTEAM01",
+                    "port": port, "metrics": metrics.merging(["port": metricsPort]) { $1 },
+                    "appleBaseURL": "http://127.0.0.1:\(emulatorPort)", "teamID": "DEMOTEAM01",
                     "keyID": "DEMOKEY001", "privateKeyFile": keyFile, "bundleIDs": ["com.example.siwa.demo"],
                     "servicesID": "com.example.siwa.demo.web",
                     "dataKeyFile": folder.url.appendingPathComponent("siwa-data.key").path,
@@ -336,6 +350,7 @@ struct DeploymentTests {
                             ?? SiwaProcess.executable.path,
                         environment: ["PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"],
                         port: port,
+                        metricsPort: metricsPort,
                         emulatorPort: emulatorPort
                     )
                 )

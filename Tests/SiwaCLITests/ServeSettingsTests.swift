@@ -54,7 +54,7 @@ struct ServeSettingsTests {
         let port = Int.random(in: 10_000...19_999)
         var environment = ProcessInfo.processInfo.environment
         environment.merge([
-            "SIWA_BUNDLE_IDS": "com.example.app", "SIWA_PORT": String(port),
+            "SIWA_BUNDLE_IDS": "com.example.app", "SIWA_PORT": String(port), "SIWA_METRICS_PORT": "0",
             "SIWA_DATABASE_PATH": directory.appendingPathComponent("s.sqlite").path,
             "SIWA_DATA_KEY_FILE": directory.appendingPathComponent("data.key").path,
         ]) { $1 }

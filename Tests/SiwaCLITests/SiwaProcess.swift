@@ -93,7 +93,8 @@ extension SiwaProcess {
 
     /// Starts `siwa serve` in `folder` on a free port below the harnesses' ports and the ephemeral range, with
     /// `settings` over this process's environment (its own `SIWA_*` variables left out), writing its output to
-    /// `serve-<port>.log` in the folder. Stop it with `terminate`.
+    /// `serve-<port>.log` in the folder; without a metrics listener unless `settings` names its port. Stop it with
+    /// `terminate`.
     static func startServe(
         in folder: TemporaryFolder,
         settings: [String: String]
@@ -103,6 +104,8 @@ extension SiwaProcess {
         var environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("SIWA_") }
         environment.merge(settings) { $1 }
         environment["SIWA_PORT"] = String(port)
+        // No metrics listener unless asked for: tests run side by side, and the default port is one.
+        environment["SIWA_METRICS_PORT"] = settings["SIWA_METRICS_PORT"] ?? "0"
         let server = try ChildProcess(
             executable.path,
             arguments: ["serve"],

@@ -28,8 +28,9 @@ public struct AuthServerConfiguration: Sendable {
     public var authRateLimit: RateLimit?
     /// How often the revocation list and signing keys are refreshed from the store (default 5 s).
     public var storeRefreshInterval: Duration
-    /// Count requests, sign-ins, refreshes and Apple calls, and answer them at `GET /metrics` (Prometheus text).
-    public var metricsEnabled: Bool
+    /// Where `GET /metrics` is answered (Prometheus text): a listener of its own, never the public port. With it the
+    /// server counts requests, sign-ins, refreshes and Apple calls; `nil` (the default): nothing is counted.
+    public var metricsListener: MetricsListener?
     /// Apple's notifications, account deletion with revocation at Apple, periodic validation of Apple tokens.
     public var lifecycle = AccountLifecycleConfiguration()
     /// The tutorials' client contracts served next to siwa's own API (all off by default).
@@ -113,7 +114,7 @@ public struct AuthServerConfiguration: Sendable {
         maximumBodySize: Int = 64 * 1024,
         authRateLimit: RateLimit? = RateLimit(requestsPerSecond: 20, burst: 40),
         storeRefreshInterval: Duration = .seconds(5),
-        metricsEnabled: Bool = true,
+        metricsListener: MetricsListener? = nil,
         web: WebSignInConfiguration = WebSignInConfiguration()
     ) {
         self.publicURL = publicURL
@@ -125,7 +126,7 @@ public struct AuthServerConfiguration: Sendable {
         self.maximumBodySize = maximumBodySize
         self.authRateLimit = authRateLimit
         self.storeRefreshInterval = storeRefreshInterval
-        self.metricsEnabled = metricsEnabled
+        self.metricsListener = metricsListener
         self.web = web
     }
 }

@@ -3,13 +3,11 @@
 struct HomePage {
     /// Whether web sign-in is configured (a Services ID): the login page then has a working button.
     var webSignIn: Bool
-    /// Whether `/metrics` is served.
-    var metrics: Bool
     /// The tutorials' contracts that are on, by name.
     var contracts: [String]
 
     var page: HTMLPage {
-        var links: [(href: String, label: String, note: String)] = [
+        let links: [(href: String, label: String, note: String)] = [
             (
                 "/login", "Sign-in page",
                 webSignIn ? "Sign in with Apple in this browser." : "Web sign-in is not configured (no Services ID)."
@@ -19,7 +17,6 @@ struct HomePage {
             ("/readyz", "Readiness", "200 while the database answers, 503 otherwise."),
             ("/admin", "Operator console", "For admins: accounts, sessions, the audit log and sign-in charts."),
         ]
-        if metrics { links.append(("/metrics", "Metrics", "Prometheus text format.")) }
         let items = links.map { link in
             #"<li><a href="\#(link.href)">\#(HTMLPage.escape(link.label))</a> "#
                 + #"<span class="muted">\#(HTMLPage.escape(link.note))</span></li>"#

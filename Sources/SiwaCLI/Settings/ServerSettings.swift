@@ -12,6 +12,8 @@ import Logging
 struct ServerSettings {
     var host = "127.0.0.1"
     var port = 8080
+    /// `SIWA_METRICS_PORT`'s default: not the emulator's 9090 (a development machine runs both) nor Prometheus's own.
+    static let defaultMetricsPort = 9464
     var server = AuthServerConfiguration()
     /// The Apple side; `nil` only for a command that does not need it (``Purpose/database``) when it is not set up.
     var appleIfConfigured: AppleSignInConfiguration?
@@ -241,6 +243,15 @@ struct ServerSettings {
         )
         if let host = value("SIWA_HOST") { settings.host = host }
         if let port = try wholeNumber("SIWA_PORT", 0...65_535) { settings.port = port }
+        let metricsPort = try wholeNumber("SIWA_METRICS_PORT", 0...65_535) ?? Self.defaultMetricsPort
+        if metricsPort != 0, metricsPort == settings.port {
+            throw Problem(
+                variable: "SIWA_METRICS_PORT",
+                fix: "the metrics listener needs a port of its own, not SIWA_PORT's \(metricsPort) (0: no listener)"
+            )
+        }
+        settings.server.metricsListener =
+            metricsPort == 0 ? nil : MetricsListener(host: value("SIWA_METRICS_HOST") ?? "127.0.0.1", port: metricsPort)
         try loadTLS(into: &settings, publicURLIsSet: value("SIWA_PUBLIC_URL") != nil, value: value, number: number)
         if let level = value("SIWA_LOG_LEVEL") {
             guard let parsed = Logger.Level(rawValue: level.lowercased()) else {

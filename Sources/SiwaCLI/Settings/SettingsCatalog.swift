@@ -57,6 +57,20 @@ enum SettingsCatalog {
                         + "once, so a change of it shows after a restart), json for one JSON object per line (log "
                         + "collectors, UTC)."
                 ),
+                .init(
+                    key: "metrics.host",
+                    variable: "SIWA_METRICS_HOST",
+                    defaultValue: "127.0.0.1",
+                    meaning:
+                        "The address of the metrics listener, which answers GET /metrics (Prometheus text) and "
+                        + "GET /healthz and nothing else; the public port never answers /metrics."
+                ),
+                .init(
+                    key: "metrics.port",
+                    variable: "SIWA_METRICS_PORT",
+                    defaultValue: "9464",
+                    meaning: "The metrics listener's port; 0: no listener, and nothing is counted."
+                ),
             ]
         ),
         (

@@ -1,0 +1,29 @@
+public import NIOCore
+
+/// The operators' listener: `GET /metrics` (Prometheus text) and `GET /healthz` on an address and port of their own,
+/// apart from the public port, so that publishing the public port (through a proxy that forwards every path) never
+/// publishes the metrics. It runs as a service of the application that
+/// ``buildApplication(configuration:apple:store:transport:sealer:clock:host:port:logger:tls:onServerRunning:)``
+/// returns; a port it cannot bind stops the application.
+public struct MetricsListener: Sendable {
+    /// The address to listen on (default `127.0.0.1`: only this host's scraper).
+    public var host: String
+    /// The port (0: any free one, which ``onServerRunning`` learns).
+    public var port: Int
+    /// Called once the port is bound, with the listening channel.
+    public var onServerRunning: @Sendable (any Channel) async -> Void
+
+    /// - Parameters:
+    ///   - host: the address to listen on.
+    ///   - port: the port (0: any free one).
+    ///   - onServerRunning: called once the port is bound.
+    public init(
+        host: String = "127.0.0.1",
+        port: Int,
+        onServerRunning: @escaping @Sendable (any Channel) async -> Void = { _ in }
+    ) {
+        self.host = host
+        self.port = port
+        self.onServerRunning = onServerRunning
+    }
+}
