@@ -59,6 +59,8 @@ public struct AuthServerError: Error, HTTPResponseError, CustomStringConvertible
         static let accountDisabled = "account_disabled"
         static let adminRequired = "admin_required"
         static let adminProtected = "admin_protected"
+        /// An admin route called from outside ``AuthServerConfiguration/adminNetworks``.
+        static let adminNetworkRefused = "admin_network_refused"
         /// An access token siwa's OpenID provider issued to another app, presented on siwa's own routes.
         static let relyingPartyToken = "relying_party_token"
         static let appleError = "apple_error"
@@ -105,6 +107,12 @@ public struct AuthServerError: Error, HTTPResponseError, CustomStringConvertible
         .forbidden,
         Code.accountDisabled,
         "this account has been disabled; contact the service's support"
+    )
+    /// 403: an admin route called from a client address outside ``AuthServerConfiguration/adminNetworks``.
+    static let adminNetworkRefused = AuthServerError(
+        .forbidden,
+        Code.adminNetworkRefused,
+        "the admin routes answer only the operators' networks (SIWA_ADMIN_ALLOWED_NETWORKS)"
     )
     static let appleConsentRevoked = unauthorized(
         Code.appleConsentRevoked,

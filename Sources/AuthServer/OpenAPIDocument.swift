@@ -3707,7 +3707,7 @@ enum OpenAPIDocument {
         }
       },
       "Forbidden": {
-        "description": "Refused: `account_disabled` (an operator disabled the account), `csrf_check_failed` (a cookie-authenticated request from another origin) or `admin_required`.",
+        "description": "Refused: `account_disabled` (an operator disabled the account), `csrf_check_failed` (a cookie-authenticated request from another origin), `admin_required`, or `admin_network_refused` (an admin route called from outside `SIWA_ADMIN_ALLOWED_NETWORKS`).",
         "content": {
           "application/json": {
             "schema": {

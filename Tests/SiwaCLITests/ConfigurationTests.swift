@@ -54,6 +54,7 @@ struct ConfigurationTests {
         ("SIWA_ACCESS_TOKEN_LIFETIME", "accessTokenLifetime", "-5"),
         ("SIWA_ACCOUNT_DELETION_MODE", "accountDeletionMode", "purge"), ("SIWA_LOG_LEVEL", "log.level", "loud"),
         ("SIWA_METRICS_PORT", "metrics.port", "8080"),
+        ("SIWA_ADMIN_ALLOWED_NETWORKS", "admin.allowedNetworks", "10.0.0.0/33"),
     ])
     func doctorAndServeRefuseTheSameValues(variable: String, key: String, value: String) async throws {
         let base = ["SIWA_BUNDLE_IDS": "com.example.app", "SIWA_DATA_KEY_FILE": directory.path + "/k"]

@@ -82,11 +82,21 @@ struct AdminConsoleController: Sendable {
             explanation =
                 "You are signed in, but your account does not hold the admin role. An operator grants it with "
                 + "<code>siwa users grant-admin</code> or lists your account in <code>SIWA_ADMIN_USERS</code>."
+        case AuthServerError.Code.adminNetworkRefused:
+            explanation =
+                "The console answers only the operators' networks (<code>SIWA_ADMIN_ALLOWED_NETWORKS</code>), and "
+                + "this request did not come from one of them."
         default:
             explanation = HTMLPage.escape(error.message)
         }
+        let title =
+            switch error.code {
+            case AuthServerError.Code.adminNetworkRefused: "Not from this network"
+            case _ where error.status == .forbidden: "Not an admin"
+            default: "Refused"
+            }
         let page = AdminPage(
-            title: error.status == .forbidden ? "Not an admin" : "Refused",
+            title: title,
             section: nil,
             signedInAs: admin.map(Self.name),
             main:

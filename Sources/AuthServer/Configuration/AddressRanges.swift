@@ -1,5 +1,6 @@
-/// A list of IP addresses and CIDR ranges, IPv4 and IPv6 (`127.0.0.1`, `10.0.0.0/8`, `::1`, `fd00::/8`), such as the
-/// trusted proxies (``TrustedProxies``). An IPv4-mapped IPv6 address is its IPv4 address.
+/// A list of IP addresses and CIDR ranges, IPv4 and IPv6 (`127.0.0.1`, `10.0.0.0/8`, `::1`, `fd00::/8`): the trusted
+/// proxies (``TrustedProxies``) and the networks the admin routes answer (``AuthServerConfiguration/adminNetworks``).
+/// An IPv4-mapped IPv6 address is its IPv4 address.
 public struct AddressRanges: Sendable, Hashable {
     /// A range of addresses: `prefix` bits of `bytes` (4 bytes for IPv4, 16 for IPv6).
     struct Range: Sendable, Hashable {

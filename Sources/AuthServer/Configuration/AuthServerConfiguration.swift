@@ -31,6 +31,9 @@ public struct AuthServerConfiguration: Sendable {
     /// Where `GET /metrics` is answered (Prometheus text): a listener of its own, never the public port. With it the
     /// server counts requests, sign-ins, refreshes and Apple calls; `nil` (the default): nothing is counted.
     public var metricsListener: MetricsListener?
+    /// The networks the admin routes (`/admin`, `/admin/api/`) answer, by the client's address as the rate limits see
+    /// it (through ``trustedProxies``); others get 403 `admin_network_refused`. Empty (the default): any network.
+    public var adminNetworks = AddressRanges.none
     /// Apple's notifications, account deletion with revocation at Apple, periodic validation of Apple tokens.
     public var lifecycle = AccountLifecycleConfiguration()
     /// The tutorials' client contracts served next to siwa's own API (all off by default).

@@ -16,7 +16,7 @@ import NIOCore
 /// middleware and sees the answer they make of every error.
 ///
 /// Per request it costs the ``RequestLog`` (one object), 8 random bytes and the line itself; the two clock readings
-/// serve the metrics too, and the client's address, read once, serves the rate limits too.
+/// serve the metrics too, and the client's address, read once, serves the rate limits and the admin routes.
 struct AccessLogMiddleware: RouterMiddleware {
     typealias Context = SiwaRequestContext
 

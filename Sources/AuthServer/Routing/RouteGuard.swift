@@ -22,6 +22,10 @@ struct RouteGuard: Sendable {
         access: RouteAccess,
         handler: @Sendable (Request, SiwaRequestContext) async throws -> Response
     ) async throws -> Response {
+        // Before any token is read: from elsewhere the admin routes say nothing of a token's worth.
+        if access.credential == .admin, !isAdminNetwork(request, context) {
+            return try access.refusal.answer(.adminNetworkRefused, request)
+        }
         guard access.readsAccessToken else { return try await handler(request, context) }
         var request = request
         var context = context
@@ -52,6 +56,17 @@ struct RouteGuard: Sendable {
             }
         }
         return try await handler(request, context)
+    }
+
+    /// Whether the client (as the rate limits see it, through trusted proxies) is in
+    /// ``AuthServerConfiguration/adminNetworks``, or that list is empty.
+    private func isAdminNetwork(_ request: Request, _ context: SiwaRequestContext) -> Bool {
+        let networks = configuration.adminNetworks
+        guard !networks.isEmpty else { return true }
+        guard let client = context.clientAddress(of: request, trustedProxies: configuration.trustedProxies) else {
+            return false
+        }
+        return networks.contains(client)
     }
 
     /// The identity of the access token the request presents in a way `access` allows (bearer first, then the session

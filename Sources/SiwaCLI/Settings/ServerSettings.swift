@@ -119,6 +119,13 @@ struct ServerSettings {
                 throw Problem(variable: "SIWA_TRUSTED_PROXIES", fix: error.description)
             }
         }
+        if let list = value("SIWA_ADMIN_ALLOWED_NETWORKS") {
+            do {
+                server.adminNetworks = try AddressRanges(list.split(separator: ",").map(String.init))
+            } catch {
+                throw Problem(variable: "SIWA_ADMIN_ALLOWED_NETWORKS", fix: error.description)
+            }
+        }
         if let seconds = try number("SIWA_REFRESH_REUSE_GRACE", 0...60) { server.refreshReuseGrace = seconds }
         if let count = try number("SIWA_MAX_SESSIONS_PER_IDENTITY_TOKEN", 0...1_000_000) {
             server.maximumSessionsPerIdentityToken = Int(count)

@@ -336,6 +336,14 @@ enum SettingsCatalog {
                     meaning: "The header the proxies write: x-forwarded-for or forwarded."
                 ),
                 .init(
+                    key: "admin.allowedNetworks",
+                    variable: "SIWA_ADMIN_ALLOWED_NETWORKS",
+                    defaultValue: "",
+                    meaning:
+                        "Addresses or CIDR ranges (a list) that the console (/admin) and admin API (/admin/api/) "
+                        + "answer, by the client's address as the rate limits read it; others get 403. Empty: any."
+                ),
+                .init(
                     key: "maxFlowsPerClient",
                     variable: "SIWA_MAX_FLOWS_PER_CLIENT",
                     defaultValue: "30",
