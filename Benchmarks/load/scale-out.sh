@@ -39,7 +39,8 @@ start_instance() {
   local database=$1 index=$2
   (cd "$WORK" && exec env SIWA_APPLE_BASE_URL="http://127.0.0.1:$EMULATOR_PORT" SIWA_TEAM_ID=DEMOTEAM01 \
     SIWA_KEY_ID=DEMOKEY001 SIWA_PRIVATE_KEY_FILE="$WORK/siwa-emulator/AuthKey_DEMOKEY001.p8" \
-    SIWA_BUNDLE_IDS=com.example.siwa.demo SIWA_PORT=$((BASE_PORT + index)) SIWA_RATE_LIMIT=0 \
+    SIWA_BUNDLE_IDS=com.example.siwa.demo SIWA_PORT=$((BASE_PORT + index)) SIWA_METRICS_PORT=$((BASE_PORT + index + 2000)) \
+    SIWA_RATE_LIMIT=0 \
     SIWA_REFRESH_REUSE_GRACE=0 SIWA_MAX_SESSIONS_PER_IDENTITY_TOKEN=0 SIWA_MAX_CONNECTIONS_PER_ADDRESS=100000 \
     SIWA_DATA_KEY="$DATA_KEY" SIWA_DATABASE_URL="$(database_url "$database")" \
     "$SIWA" serve >"$WORK/server-$database-$index.log" 2>&1) &
