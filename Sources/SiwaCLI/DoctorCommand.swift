@@ -399,13 +399,16 @@ struct DoctorCommand: AsyncParsableCommand {
         }
     }
 
-    /// Whether an instance with a pool of `poolSize` connections fits in what PostgreSQL allows this login.
+    /// Whether an instance with a pool of `pool` connections (and its listening one) fits in what PostgreSQL allows
+    /// this login.
     ///
     /// A pool larger than the whole allowance is a problem: once the instance opened that many, its requests would
     /// fail with 503. A pool larger than what is free now is a note, since what is open now includes the running
     /// instances' own pools; otherwise a note of how many instances of that size the allowance holds.
-    static func checkPoolSize(_ poolSize: Int, capacity: SQLAccountStore.PostgresConnectionCapacity) -> Finding {
+    static func checkPoolSize(_ pool: Int, capacity: SQLAccountStore.PostgresConnectionCapacity) -> Finding {
         let setting = "SIWA_DATABASE_MAX_CONNECTIONS"
+        // `siwa serve` holds one connection beside its pool, listening for what other instances end and change.
+        let poolSize = pool + 1
         var limits = ["max_connections \(capacity.maxConnections)"]
         if capacity.reserved > 0 { limits.append("\(capacity.reserved) reserved") }
         if let limit = capacity.roleLimit { limits.append("the login's CONNECTION LIMIT \(limit)") }
@@ -422,7 +425,8 @@ struct DoctorCommand: AsyncParsableCommand {
             return Finding(
                 setting: setting,
                 ok: false,
-                message: "each instance may open \(poolSize) connections, but \(allowance): lower "
+                message:
+                    "each instance may open \(poolSize) connections (\(pool) pooled, 1 listening), but \(allowance): lower "
                     + "SIWA_DATABASE_MAX_CONNECTIONS or raise the limit"
             )
         }
@@ -430,7 +434,9 @@ struct DoctorCommand: AsyncParsableCommand {
             return Finding(
                 setting: setting,
                 ok: true,
-                message: "each instance may open \(poolSize) connections and \(allowance), but only \(capacity.free) "
+                message:
+                    "each instance may open \(poolSize) connections (\(pool) pooled, 1 listening) and \(allowance), but "
+                    + "only \(capacity.free) "
                     + "are free now: \(others) are open by other clients (running instances of siwa included)\(hidden)",
                 note: true
             )
@@ -438,7 +444,7 @@ struct DoctorCommand: AsyncParsableCommand {
         return Finding(
             setting: setting,
             ok: true,
-            message: "up to \(poolSize) connections per instance: \(allowance), room for "
+            message: "up to \(poolSize) connections per instance (\(pool) pooled, 1 listening): \(allowance), room for "
                 + "\(capacity.available / poolSize) instance(s) with no other client; \(others) open now by other "
                 + "clients\(hidden)"
         )

@@ -162,7 +162,7 @@ struct DoctorCommandTests {
         let url = ProcessInfo.processInfo.environment["SIWA_TEST_POSTGRES_URL"]!
         let fits = try await databaseFinding("SIWA_DATABASE_MAX_CONNECTIONS", ["SIWA_DATABASE_URL": url])
         #expect(fits.ok, "\(fits.message)")
-        #expect(fits.message.contains("up to 16 connections per instance"), "\(fits.message)")
+        #expect(fits.message.contains("up to 17 connections per instance (16 pooled, 1 listening)"), "\(fits.message)")
         #expect(fits.message.contains("max_connections 300"), "\(fits.message)")
 
         let tooMany = try await databaseFinding(
@@ -170,7 +170,10 @@ struct DoctorCommandTests {
             ["SIWA_DATABASE_URL": url, "SIWA_DATABASE_MAX_CONNECTIONS": "400"]
         )
         #expect(!tooMany.ok)
-        #expect(tooMany.message.contains("each instance may open 400 connections"), "\(tooMany.message)")
+        #expect(
+            tooMany.message.contains("each instance may open 401 connections (400 pooled, 1 listening)"),
+            "\(tooMany.message)"
+        )
         #expect(tooMany.message.contains("max_connections 300"), "\(tooMany.message)")
         #expect(!tooMany.message.contains(URLComponents(string: url)?.password ?? "\u{0}"))
     }
@@ -186,7 +189,11 @@ struct DoctorCommandTests {
             environment: ["SIWA_DATABASE_URL": "", "SIWA_DATABASE_PATH": "", "SIWA_DATABASE_MAX_CONNECTIONS": "400"]
         )
         #expect(tooLarge.status == 3, "\(tooLarge.stdout)")
-        #expect(tooLarge.stdout.contains("✗ SIWA_DATABASE_MAX_CONNECTIONS: each instance may open 400 connections"))
+        #expect(
+            tooLarge.stdout.contains(
+                "✗ SIWA_DATABASE_MAX_CONNECTIONS: each instance may open 401 connections (400 pooled, 1 listening)"
+            )
+        )
         #expect(tooLarge.stdout.contains("siwa serve would start"))
 
         let fits = try await SiwaProcess.run(
@@ -194,7 +201,11 @@ struct DoctorCommandTests {
             environment: ["SIWA_DATABASE_URL": "", "SIWA_DATABASE_PATH": "", "SIWA_DATABASE_MAX_CONNECTIONS": "16"]
         )
         #expect(fits.status == 0, "\(fits.stdout)")
-        #expect(fits.stdout.contains("✓ SIWA_DATABASE_MAX_CONNECTIONS: up to 16 connections per instance"))
+        #expect(
+            fits.stdout.contains(
+                "✓ SIWA_DATABASE_MAX_CONNECTIONS: up to 17 connections per instance (16 pooled, 1 listening)"
+            )
+        )
     }
 
     /// Against the private server of `scripts/with-postgres` (`SIWA_TEST_POSTGRES_URL`).

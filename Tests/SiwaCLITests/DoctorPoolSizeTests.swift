@@ -15,15 +15,20 @@ struct DoctorPoolSizeTests {
         #expect(finding.note == nil)
         #expect(
             finding.message
-                == "up to 16 connections per instance: PostgreSQL allows this login 97 connections (max_connections 100, "
-                + "3 reserved), room for 6 instance(s) with no other client; 0 open now by other clients"
+                == "up to 17 connections per instance (16 pooled, 1 listening): PostgreSQL allows this login 97 "
+                + "connections (max_connections 100, 3 reserved), room for 5 instance(s) with no other client; 0 open "
+                + "now by other clients"
         )
     }
 
     @Test func aPoolLargerThanTheServerAllowsIsAProblem() {
         let finding = DoctorCommand.checkPoolSize(16, capacity: Capacity(maxConnections: 15, reserved: 3, open: 1))
         #expect(!finding.ok)
-        #expect(finding.message.hasPrefix("each instance may open 16 connections, but PostgreSQL allows this login 12"))
+        #expect(
+            finding.message.hasPrefix(
+                "each instance may open 17 connections (16 pooled, 1 listening), but PostgreSQL allows this login 12"
+            )
+        )
     }
 
     @Test func theLoginsAndTheDatabasesConnectionLimitsCount() {
@@ -50,12 +55,15 @@ struct DoctorPoolSizeTests {
         #expect(finding.message.contains("only 7 are free now"))
         #expect(finding.message.contains("90 are open by other clients"))
         #expect(finding.message.contains("4 of them are other logins' sessions this one may not see"))
-        #expect(DoctorCommand.checkPoolSize(7, capacity: capacity).note == nil, "a pool of what is free fits")
+        #expect(
+            DoctorCommand.checkPoolSize(6, capacity: capacity).note == nil,
+            "a pool and its listening connection of what is free fit"
+        )
     }
 
     @Test func aSuperuserCountsNoReservedSlots() {
         // `connectionCapacity` reports no reserved slots and no connection limits for a superuser login.
-        let finding = DoctorCommand.checkPoolSize(100, capacity: Capacity(maxConnections: 100, reserved: 0, open: 1))
+        let finding = DoctorCommand.checkPoolSize(99, capacity: Capacity(maxConnections: 100, reserved: 0, open: 1))
         #expect(finding.ok)
         #expect(finding.message.contains("allows this login 100 connections (max_connections 100)"))
     }

@@ -164,7 +164,9 @@ struct SignInService: Sendable {
         }
         metrics?.signIn(flow: flow, isNewUser: outcome.isNewUser)
         let cached = sessions.signedIn(outcome.user)
-        logger.info(
+        // A returning sign-in is the access line's already (user, session, status); a new account is worth a line.
+        logger.log(
+            level: outcome.isNewUser ? .info : .debug,
             "signed in",
             metadata: ["user": "\(outcome.user.id)", "new": "\(outcome.isNewUser)", "client": "\(token.aud)"]
         )
