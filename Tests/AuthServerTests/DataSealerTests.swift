@@ -218,8 +218,10 @@ import Testing
     }
 
     /// A running server whose key file gains a key (a rotation by `siwa keys rotate-data-key` elsewhere) opens a
-    /// signing key sealed under it the first time it meets one, before its next look at the file.
-    @Test(.timeLimit(.minutes(1))) func aRunningServerRereadsItsKeyFileWhenItMeetsANewKey() async throws {
+    /// signing key sealed under it the first time it meets one, before its next look at the file (its own re-read is
+    /// an hour away). No time limit of its own: alone it takes under a second, but among the whole suite's tests on two
+    /// cores its server's refresher got its turn only after 60 to 110 s; a hang is the test command's watchdog's.
+    @Test func aRunningServerRereadsItsKeyFileWhenItMeetsANewKey() async throws {
         let keyFile = try KeyFile(holding: old)
         let (file, sealer) = (keyFile.path, keyFile.sealer)
         let store = InMemoryAccountStore()
