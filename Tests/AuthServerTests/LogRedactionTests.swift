@@ -120,10 +120,10 @@ struct LogRedactionTests {
                 email: "consent-log@example.com"
             )
             try #require(page.status == .ok, "the consent page")
-            saw("consent form token", try page.hiddenFields().first { $0.0 == "consent_token" }?.1)
+            saw("consent form token", try #require(try page.hiddenFields().first { $0.0 == "consent_token" }?.1))
             saw("browser session cookie", browser.cookies["siwa_session"])
             let allowed = try await harness.decide("allow", on: page, browser: browser)
-            saw("public client's code", allowed.location.map(ServerHarness.query(of:))?["code"])
+            saw("public client's code", try #require(allowed.location.map(ServerHarness.query(of:))?["code"]))
             saw("public client's PKCE verifier", appPKCE.verifier)
         }
         let lines = capture.lines.withLock { $0 }

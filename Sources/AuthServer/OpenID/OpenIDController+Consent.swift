@@ -74,8 +74,7 @@ extension OpenIDController {
     /// The pages' policy, with the client's redirect URI among the form's targets: browsers check `form-action`
     /// against the redirect that answers the form too, and the decision's answer is a redirect to the client.
     static func consentPagePolicy(redirectURI: String) -> String {
-        guard let source = formActionSource(redirectURI) else { return HTMLPage.contentSecurityPolicy }
-        return HTMLPage.contentSecurityPolicy.replacing("form-action 'self'", with: "form-action 'self' \(source)")
+        HTMLPage.policy(formAction: formActionSource(redirectURI))
     }
 
     /// The CSP source that matches a redirect URI: its origin for http and https, its scheme for an app's own

@@ -76,9 +76,13 @@ struct HTMLPage {
     }
 
     /// No script at all; the one inline stylesheet by hash; forms only to this site; never framed.
-    static let contentSecurityPolicy =
-        "default-src 'none'; style-src '\(styleHash)'; img-src 'self' data:; form-action 'self'; base-uri 'none'; "
-        + "frame-ancestors 'none'"
+    static let contentSecurityPolicy = policy(formAction: nil)
+
+    /// The pages' policy, with `formAction` (a CSP source) among the places a form may lead besides this site.
+    static func policy(formAction: String?) -> String {
+        "default-src 'none'; style-src '\(styleHash)'; img-src 'self' data:; form-action 'self'"
+            + (formAction.map { " " + $0 } ?? "") + "; base-uri 'none'; frame-ancestors 'none'"
+    }
 
     static let styleHash = "sha256-" + Data(SHA256.hash(data: Array(stylesheet.utf8))).base64EncodedString()
 
