@@ -40,6 +40,23 @@ struct DoctorCommand: AsyncParsableCommand {
         var message: String
         /// `true` for a remark that needs no change (absent from the JSON otherwise).
         var note: Bool? = nil
+        /// `true` for a problem that stops `siwa serve` (absent from the JSON otherwise); a finding that is not `ok`
+        /// without it is a warning, which `serve` logs at start in the same words.
+        var refuses: Bool? = nil
+
+        /// A problem that stops `siwa serve`.
+        static func refusal(_ setting: String, _ message: String) -> Finding {
+            Finding(setting: setting, ok: false, message: message, refuses: true)
+        }
+    }
+
+    /// Who reads the findings.
+    enum Reader {
+        /// `siwa doctor`: every check, the database's connection and its sealed data included.
+        case doctor
+        /// `siwa serve` at start, once its settings have been read: the checks that need no store, and the pool's
+        /// size. The store's own opening checks the rest (the connection, the data key against the signing keys).
+        case serve
     }
 
     func run() async throws {
@@ -54,40 +71,8 @@ struct DoctorCommand: AsyncParsableCommand {
             Terminal.report(.invalidConfiguration(problem.variable, problem.fix), json: json)
             throw ExitCode(2)
         }
-        // The doctor's own checks look at the settings as serve resolved them, wherever each came from.
-        var environment: [String: String] = [:]
-        for variable in SettingsCatalog.byVariable.keys {
-            if let value = source.value(variable) { environment[variable] = value }
-        }
-        var findings = Self.check(environment)
-        let serve = Self.checkServeReads(source)
-        findings.append(serve)
-        for key in source.unknownFileKeys {
-            findings.append(
-                Finding(
-                    setting: key,
-                    ok: false,
-                    message: "\(source.configFile ?? "the configuration file") sets '\(key)', which is no setting "
-                        + "(siwa doctor --reference lists them)"
-                )
-            )
-        }
-        for variable in source.fromSecretFiles.sorted() {
-            findings.append(
-                Finding(setting: variable, ok: true, message: "read from \(variable)_FILE (not shown)", note: true)
-            )
-        }
-        // The database as serve reads its settings (`nil` when they are refused: that is a finding already).
-        let databaseSettings = try? ServerSettings.load(from: source, createsDataKey: false, purpose: .database)
-        let poolSize = databaseSettings.map { $0.databaseMaxConnections ?? SQLAccountStore.defaultMaximumConnections }
-        let database = await Self.checkDatabase(environment, poolSize: poolSize)
-        findings += database
-        var serveRefuses = !serve.ok
-        if let databaseSettings, database.allSatisfy(\.ok) {
-            let sealed = await Self.checkSealedData(databaseSettings)
-            findings += sealed.findings
-            serveRefuses = serveRefuses || sealed.serveRefuses
-        }
+        let findings = await Self.review(source, for: .doctor)
+        let serveRefuses = findings.contains { $0.refuses == true }
         if json {
             struct Report: Encodable {
                 var ok: Bool
@@ -108,33 +93,142 @@ struct DoctorCommand: AsyncParsableCommand {
             let terminal = Terminal()
             for finding in findings {
                 let mark =
-                    finding.note == true ? terminal.dim("•") : finding.ok ? terminal.green("✓") : terminal.red("✗")
+                    finding.note == true
+                    ? terminal.dim("•")
+                    : finding.ok
+                        ? terminal.green("✓") : finding.refuses == true ? terminal.red("✗") : terminal.yellow("!")
                 print("\(mark) \(finding.setting): \(finding.message)")
             }
-            let problems = findings.filter { !$0.ok }.count
-            print(
-                problems == 0
-                    ? terminal.green("configuration looks right")
-                    : terminal.red(
-                        "\(problems) problem(s) to fix; "
-                            + (serveRefuses ? "siwa serve would refuse to start" : "siwa serve would start")
+            let problems = findings.filter { $0.refuses == true }.count
+            let warnings = findings.filter { !$0.ok && $0.refuses != true }.count
+            if problems + warnings == 0 {
+                print(terminal.green("configuration looks right"))
+            } else if problems > 0 {
+                print(
+                    terminal.red(
+                        "siwa serve would refuse to start: \(problems) problem(s) (✗) to fix"
+                            + (warnings > 0 ? ", and \(warnings) warning(s) (!)" : "")
                     )
-            )
+                )
+            } else {
+                print(
+                    terminal.yellow("siwa serve would start and log \(warnings) warning(s) (!): each needs attention")
+                )
+            }
         }
         if serveRefuses { throw ExitCode(1) }
         if findings.contains(where: { !$0.ok }) { throw ExitCode(3) }
+    }
+
+    /// Every finding about the settings `source` holds: what `siwa doctor` prints, and what `siwa serve` refuses or
+    /// warns about at start, so that the two cannot disagree.
+    static func review(_ source: SettingsSource, for reader: Reader) async -> [Finding] {
+        // The checks look at the settings as serve resolved them, wherever each came from.
+        var environment: [String: String] = [:]
+        for variable in SettingsCatalog.byVariable.keys {
+            if let value = source.value(variable) { environment[variable] = value }
+        }
+        var findings = Self.check(environment)
+        if reader == .doctor { findings.append(Self.checkServeReads(source)) }
+        let allowsUnknown =
+            environment["SIWA_ALLOW_UNKNOWN_SETTINGS"].map { ["1", "true", "yes", "on"].contains($0.lowercased()) }
+            ?? false
+        let file = source.configFile ?? "the configuration file"
+        for key in source.unknownFileKeys {
+            let origin = key.hasPrefix("SIWA_") && source.configFile == nil ? ".env" : file
+            findings.append(
+                Finding(
+                    setting: key,
+                    ok: false,
+                    message: "\(origin) sets \(SettingsCatalog.unknownKeyFix(key))",
+                    refuses: allowsUnknown ? nil : true
+                )
+            )
+        }
+        for variable in source.unknownVariables {
+            findings.append(
+                Finding(
+                    setting: variable,
+                    ok: false,
+                    message: "the environment sets \(SettingsCatalog.unknownKeyFix(variable))"
+                )
+            )
+        }
+        findings += Self.checkFolders(environment)
+        if reader == .doctor {
+            for variable in source.fromSecretFiles.sorted() {
+                findings.append(
+                    Finding(setting: variable, ok: true, message: "read from \(variable)_FILE (not shown)", note: true)
+                )
+            }
+        }
+        // The database as serve reads its settings (`nil` when they are refused: that is a finding already).
+        let databaseSettings = try? ServerSettings.load(
+            from: source,
+            createsDataKey: false,
+            purpose: .database,
+            refusesUnknownKeys: false
+        )
+        let poolSize = databaseSettings.map { $0.databaseMaxConnections ?? SQLAccountStore.defaultMaximumConnections }
+        var database = await Self.checkDatabase(environment, poolSize: poolSize)
+        if reader == .serve {
+            // A SQLite file serve cannot create or open stops it before anything is written; PostgreSQL's connection
+            // is serve's store's to try (and name), as it starts.
+            database = database.filter {
+                $0.setting == "SIWA_DATABASE_MAX_CONNECTIONS" || $0.setting == "SIWA_DATABASE_PATH" && !$0.ok
+            }
+        }
+        findings += database
+        if reader == .doctor, let databaseSettings, database.allSatisfy(\.ok) {
+            let sealed = await Self.checkSealedData(databaseSettings)
+            findings += sealed.findings.map { finding in
+                var finding = finding
+                if sealed.serveRefuses && !finding.ok { finding.refuses = true }
+                return finding
+            }
+        }
+        return findings
+    }
+
+    /// The folder of the data-key file when the file does not exist yet: serve creates the key, not its folder, and
+    /// would stop on that first write (the database's folder is ``checkDatabase(_:poolSize:)``'s).
+    static func checkFolders(_ environment: [String: String]) -> [Finding] {
+        func value(_ name: String) -> String? {
+            environment[name].map { $0.trimmingCharacters(in: .whitespaces) }.flatMap { $0.isEmpty ? nil : $0 }
+        }
+        var findings: [Finding] = []
+        func requireFolder(of path: String, _ setting: String, _ what: String) {
+            let folder = URL(fileURLWithPath: path).deletingLastPathComponent().path
+            var isDirectory: ObjCBool = false
+            guard !FileManager.default.fileExists(atPath: folder, isDirectory: &isDirectory) || !isDirectory.boolValue
+            else { return }
+            findings.append(
+                .refusal(
+                    setting,
+                    "the folder \(folder) does not exist: siwa serve creates \(what), not its folder; create it, "
+                        + "owned by the user siwa runs as (`install -d -m 0700 -o siwa \(folder)`)"
+                )
+            )
+        }
+        if value("SIWA_DATA_KEY") == nil {
+            let file = value("SIWA_DATA_KEY_FILE") ?? "siwa-data.key"
+            if !FileManager.default.fileExists(atPath: file) {
+                requireFolder(of: file, "SIWA_DATA_KEY_FILE", "the data key")
+            }
+        }
+        return findings
     }
 
     /// Whether `siwa serve` itself accepts these settings: the very reader `serve` uses, so that doctor can never call
     /// a configuration right that `serve` refuses (a range, a list, a name it does not know).
     static func checkServeReads(_ source: SettingsSource) -> Finding {
         do {
-            _ = try ServerSettings.load(from: source, createsDataKey: false)
+            _ = try ServerSettings.load(from: source, createsDataKey: false, refusesUnknownKeys: false)
             return Finding(setting: "siwa serve", ok: true, message: "reads every SIWA_* setting given")
         } catch let problem as ServerSettings.Problem {
-            return Finding(setting: problem.variable, ok: false, message: "siwa serve refuses it: \(problem.fix)")
+            return .refusal(problem.variable, "siwa serve refuses it: \(problem.fix)")
         } catch {
-            return Finding(setting: "siwa serve", ok: false, message: "siwa serve refuses these settings: \(error)")
+            return .refusal("siwa serve", "siwa serve refuses these settings: \(error)")
         }
     }
 
@@ -148,7 +242,8 @@ struct DoctorCommand: AsyncParsableCommand {
             do {
                 findings.append(Finding(setting: setting, ok: true, message: try body()))
             } catch {
-                findings.append(Finding(setting: setting, ok: false, message: error.reason))
+                // A value of the wrong shape: serve's reader refuses it too.
+                findings.append(.refusal(setting, error.reason))
             }
         }
 
@@ -216,11 +311,9 @@ struct DoctorCommand: AsyncParsableCommand {
         let servicesID = value("SIWA_SERVICES_ID")
         if bundleIDs.isEmpty && servicesID == nil {
             findings.append(
-                .init(
-                    setting: "SIWA_BUNDLE_IDS",
-                    ok: false,
-                    message:
-                        "no client id: set your app's bundle id (SIWA_BUNDLE_IDS) and/or your Services ID (SIWA_SERVICES_ID)"
+                .refusal(
+                    "SIWA_BUNDLE_IDS",
+                    "no client id: set your app's bundle id (SIWA_BUNDLE_IDS) and/or your Services ID (SIWA_SERVICES_ID)"
                 )
             )
         }
@@ -238,11 +331,10 @@ struct DoctorCommand: AsyncParsableCommand {
             }
             if bundleIDs.contains(servicesID) {
                 findings.append(
-                    .init(
-                        setting: "SIWA_SERVICES_ID",
-                        ok: false,
-                        message:
-                            "the Services ID equals a bundle id: web sign-in needs its own Services ID (Identifiers > Services IDs), and codes of one cannot be exchanged as the other"
+                    .refusal(
+                        "SIWA_SERVICES_ID",
+                        "the Services ID equals a bundle id: web sign-in needs its own Services ID (Identifiers > "
+                            + "Services IDs), and codes of one cannot be exchanged as the other"
                     )
                 )
             }
@@ -302,6 +394,22 @@ struct DoctorCommand: AsyncParsableCommand {
             )
         }
 
+        // Browsers keep a `Secure` cookie off plain http (localhost aside), the web flow's cookie included.
+        if let secure = value("SIWA_SECURE_COOKIES"), ["1", "true", "yes", "on"].contains(secure.lowercased()),
+            let url = URL(string: publicURL), url.scheme == "http", url.host != "localhost"
+        {
+            findings.append(
+                .init(
+                    setting: "SIWA_SECURE_COOKIES",
+                    ok: false,
+                    message:
+                        "cookies are marked Secure but SIWA_PUBLIC_URL is http: browsers drop Secure cookies on http, "
+                        + "the web sign-in's flow cookie with them, so every web sign-in would fail; serve over https "
+                        + "(SIWA_PUBLIC_URL https://…) or leave SIWA_SECURE_COOKIES unset"
+                )
+            )
+        }
+
         // Apple's base URL and the database.
         if let base = value("SIWA_APPLE_BASE_URL") {
             record("SIWA_APPLE_BASE_URL") { () throws(AppleSignInError) in
@@ -311,13 +419,7 @@ struct DoctorCommand: AsyncParsableCommand {
         }
         if let databaseURL = value("SIWA_DATABASE_URL"), !isPostgresURL(databaseURL) {
             // A PostgreSQL URL is checked by connecting (`checkDatabase`).
-            findings.append(
-                .init(
-                    setting: "SIWA_DATABASE_URL",
-                    ok: false,
-                    message: "expected postgres://user:password@host:port/database"
-                )
-            )
+            findings.append(.refusal("SIWA_DATABASE_URL", "expected postgres://user:password@host:port/database"))
         }
         if let dataKey = value("SIWA_DATA_KEY") {
             do {
@@ -325,10 +427,9 @@ struct DoctorCommand: AsyncParsableCommand {
                 findings.append(.init(setting: "SIWA_DATA_KEY", ok: true, message: Self.describe(keys)))
             } catch {
                 findings.append(
-                    .init(
-                        setting: "SIWA_DATA_KEY",
-                        ok: false,
-                        message: "\(error); the value is a comma-separated list of keys, the first sealing"
+                    .refusal(
+                        "SIWA_DATA_KEY",
+                        "\(error); the value is a comma-separated list of keys, the first sealing"
                     )
                 )
             }
@@ -342,11 +443,7 @@ struct DoctorCommand: AsyncParsableCommand {
                 }
             } catch {
                 findings.append(
-                    .init(
-                        setting: "SIWA_DATA_KEY_FILE",
-                        ok: false,
-                        message: "\(error); the file holds one key a line, the first sealing"
-                    )
+                    .refusal("SIWA_DATA_KEY_FILE", "\(error); the file holds one key a line, the first sealing")
                 )
             }
         }
@@ -463,7 +560,7 @@ struct DoctorCommand: AsyncParsableCommand {
                 _ = try await SQLAccountStore.checkConnection(postgresURL: url, logger: logger)
                 return Finding(setting: "SIWA_DATABASE_URL", ok: true, message: "PostgreSQL: connects and answers")
             } catch {
-                return Finding(setting: "SIWA_DATABASE_URL", ok: false, message: "cannot connect: \(error.reason)")
+                return .refusal("SIWA_DATABASE_URL", "cannot connect: \(error.reason)")
             }
         }
         let path = value("SIWA_DATABASE_PATH") ?? "siwa.sqlite"
@@ -480,7 +577,7 @@ struct DoctorCommand: AsyncParsableCommand {
                 )
             }
         } catch {
-            return Finding(setting: "SIWA_DATABASE_PATH", ok: false, message: "SQLite: \(error.reason)")
+            return .refusal("SIWA_DATABASE_PATH", "SQLite: \(error.reason)")
         }
     }
 }

@@ -30,8 +30,34 @@ struct ServeCommand: AsyncParsableCommand {
     var config: String?
 
     func run() async throws {
-        var settings = try await ServerSettings.loadOrExit(configFile: config)
+        let source: SettingsSource
+        do {
+            source = try await SettingsSource.load(configFile: config)
+            // Read without creating the data key first: nothing is written before every check has passed.
+            _ = try ServerSettings.load(from: source, createsDataKey: false)
+        } catch let problem as ServerSettings.Problem {
+            Terminal.error("error: \(problem)")
+            throw ExitCode(2)
+        }
+        // What doctor calls a problem stops serve here; what it calls a warning is logged once, in its words.
+        let findings = await DoctorCommand.review(source, for: .serve)
+        let refusals = findings.filter { $0.refuses == true }
+        guard refusals.isEmpty else {
+            for refusal in refusals { Terminal.error("error: \(refusal.setting): \(refusal.message)") }
+            Terminal.error("siwa serve did not start; siwa doctor lists every finding")
+            throw ExitCode(2)
+        }
+        var settings: ServerSettings
+        do {
+            settings = try ServerSettings.load(from: source)
+        } catch let problem as ServerSettings.Problem {
+            Terminal.error("error: \(problem)")
+            throw ExitCode(2)
+        }
         let logger = Logger.siwa(level: settings.logLevel, format: settings.logFormat)
+        for warning in findings where !warning.ok {
+            logger.warning("\(warning.setting): \(warning.message)", metadata: ["found-by": "siwa doctor"])
+        }
         DescriptorLimit.apply(to: &settings.server.connections, logger: logger)
         let store = try await StoreFactory.open(settings, logger: logger, checksDataKey: true)
         do {

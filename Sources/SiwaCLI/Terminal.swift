@@ -16,6 +16,7 @@ struct Terminal {
 
     func green(_ text: String) -> String { colours ? "\u{1B}[32m\(text)\u{1B}[0m" : text }
     func red(_ text: String) -> String { colours ? "\u{1B}[31m\(text)\u{1B}[0m" : text }
+    func yellow(_ text: String) -> String { colours ? "\u{1B}[33m\(text)\u{1B}[0m" : text }
     func dim(_ text: String) -> String { colours ? "\u{1B}[2m\(text)\u{1B}[0m" : text }
 
     /// Writes a line to standard output at once, unbuffered, whatever it is (a terminal, a file, a pipe): a

@@ -91,14 +91,14 @@ struct DeploymentTests {
         let backupFolder = "/var/backups/siwa"
         let createBackupFolder = "install -d -m 0700 -o siwa -g siwa /var/backups/siwa"
         let backUp =
-            #"sudo -u siwa sh -c 'umask 077 && sqlite3 /var/lib/siwa/siwa.sqlite ".backup /var/backups/siwa/siwa-$(date -u +%Y%m%dT%H%M%SZ).sqlite"'"#
-        let removeWAL = "sudo -u siwa rm -f /var/lib/siwa/siwa.sqlite-wal /var/lib/siwa/siwa.sqlite-shm"
+            #"runuser -u siwa -- sh -c 'umask 077 && sqlite3 /var/lib/siwa/siwa.sqlite ".backup /var/backups/siwa/siwa-$(date -u +%Y%m%dT%H%M%SZ).sqlite"'"#
+        let removeWAL = "runuser -u siwa -- rm -f /var/lib/siwa/siwa.sqlite-wal /var/lib/siwa/siwa.sqlite-shm"
         let restore =
-            "sudo -u siwa install -m 0600 /var/backups/siwa/siwa-20250301T020000Z.sqlite /var/lib/siwa/siwa.sqlite"
-        let doctor = "sudo -u siwa siwa doctor --config /etc/siwa/siwa.json"
+            "runuser -u siwa -- install -m 0600 /var/backups/siwa/siwa-20250301T020000Z.sqlite /var/lib/siwa/siwa.sqlite"
+        let doctor = "runuser -u siwa -- siwa doctor --config /etc/siwa/siwa.json"
         let addKeptKey =
-            "sudo -u siwa sh -c 'cat /var/lib/siwa/retired-data-keys/0123456789abcdef-2025-03-02.key >> /var/lib/siwa/siwa-data.key'"
-        let resume = "sudo -u siwa siwa keys rotate-data-key --resume --config /etc/siwa/siwa.json"
+            "runuser -u siwa -- sh -c 'cat /var/lib/siwa/retired-data-keys/0123456789abcdef-2025-03-02.key >> /var/lib/siwa/siwa-data.key'"
+        let resume = "runuser -u siwa -- siwa keys rotate-data-key --resume --config /etc/siwa/siwa.json"
         let text = try String(contentsOf: Self.root.appendingPathComponent("docs/deploy.md"), encoding: .utf8)
         for line in [
             createBackupFolder, backUp, "systemctl stop siwa", removeWAL, restore, doctor, addKeptKey,
@@ -241,13 +241,13 @@ struct DeploymentTests {
         }
 
         /// Runs one of the guide's command lines with `sh`, its paths replaced by `names` (the guide's path: this
-        /// test's), as the `siwa` user would: `sudo -u siwa` and `-o siwa -g siwa` are dropped, and `siwa` is the
+        /// test's), as the `siwa` user would: `runuser -u siwa --` and `-o siwa -g siwa` are dropped, and `siwa` is the
         /// binary under test.
         func shell(
             _ line: String,
             _ names: [String: String]
         ) async throws -> (status: Int32, stdout: String, stderr: String) {
-            var command = line.replacingOccurrences(of: "sudo -u siwa ", with: "")
+            var command = line.replacingOccurrences(of: "runuser -u siwa -- ", with: "")
                 .replacingOccurrences(of: " -o siwa -g siwa", with: "")
                 .replacingOccurrences(of: "/etc/siwa/siwa.json", with: folder.path + "/siwa.json")
             // The longest first, so that a folder does not replace part of a file's path in it.

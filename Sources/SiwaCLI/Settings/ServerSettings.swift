@@ -147,10 +147,14 @@ struct ServerSettings {
     /// - Parameters:
     ///   - createsDataKey: `false` (for `siwa doctor`) reads an existing data-key file but creates none.
     ///   - purpose: `.database` tolerates an Apple side that is not set up.
+    ///   - refusesUnknownKeys: `false` (for `siwa doctor`, which lists them all) reads past keys of the configuration
+    ///     or `.env` file that are no setting; otherwise the first stops here, before anything else is checked, since
+    ///     a misspelt key is the likeliest cause of what would fail next.
     static func load(
         from source: SettingsSource,
         createsDataKey: Bool = true,
-        purpose: Purpose = .server
+        purpose: Purpose = .server,
+        refusesUnknownKeys: Bool = true
     ) throws -> ServerSettings {
         func value(_ name: String) -> String? { source.value(name) }
         func number(_ name: String, _ range: ClosedRange<Double>) throws -> Double? {
@@ -182,6 +186,12 @@ struct ServerSettings {
             case "0", "false", "no", "off": return false
             default: throw Problem(variable: name, fix: "expected true or false, got '\(text)'")
             }
+        }
+
+        if refusesUnknownKeys, let unknown = source.unknownFileKeys.first,
+            try flag("SIWA_ALLOW_UNKNOWN_SETTINGS") != true
+        {
+            throw Problem(variable: unknown, fix: SettingsCatalog.unknownKeyFix(unknown))
         }
 
         var server = AuthServerConfiguration()

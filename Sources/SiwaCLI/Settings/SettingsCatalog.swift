@@ -58,6 +58,15 @@ enum SettingsCatalog {
                         + "collectors, UTC)."
                 ),
                 .init(
+                    key: "allowUnknownSettings",
+                    variable: "SIWA_ALLOW_UNKNOWN_SETTINGS",
+                    defaultValue: "false",
+                    meaning:
+                        "true: a key of the configuration file or `.env` that is no setting is logged as a warning "
+                        + "instead of stopping every command (a file shared with a newer siwa). Off, a misspelt key "
+                        + "such as `trustedProxy` stops start-up naming the setting it resembles."
+                ),
+                .init(
                     key: "metrics.host",
                     variable: "SIWA_METRICS_HOST",
                     defaultValue: "127.0.0.1",
@@ -477,6 +486,53 @@ enum SettingsCatalog {
     static let byVariable: [String: Setting] = Dictionary(
         uniqueKeysWithValues: sections.flatMap(\.settings).map { ($0.variable, $0) }
     )
+
+    /// Every setting by its key in a configuration file.
+    static let byKey: [String: Setting] = Dictionary(
+        uniqueKeysWithValues: sections.flatMap(\.settings).map { ($0.key, $0) }
+    )
+
+    /// The setting a key or variable that is no setting most likely meant (`trustedProxy`: `trustedProxies`,
+    /// `SIWA_RATELIMIT`: `SIWA_RATE_LIMIT`), spelt as `unknown` is (a variable for a variable, a key for a key); `nil`
+    /// when none is close. Case, `_`, `.` and `-` are ignored, and up to a quarter of the letters may differ.
+    static func closest(to unknown: String) -> String? {
+        func letters(_ text: String) -> [Character] {
+            Array(text.lowercased().filter { $0 != "_" && $0 != "." && $0 != "-" })
+        }
+        let isVariable = unknown.hasPrefix("SIWA_")
+        let target = letters(isVariable ? String(unknown.dropFirst(5)) : unknown)
+        guard !target.isEmpty else { return nil }
+        var best: (name: String, distance: Int)?
+        for setting in sections.flatMap(\.settings) {
+            let name = isVariable ? setting.variable : setting.key
+            let distance = editDistance(target, letters(isVariable ? String(name.dropFirst(5)) : name))
+            if distance < (best?.distance ?? Int.max) { best = (name, distance) }
+        }
+        guard let best, best.distance <= max(2, target.count / 4) else { return nil }
+        return best.name
+    }
+
+    /// Levenshtein distance: insertions, deletions and substitutions.
+    private static func editDistance(_ a: [Character], _ b: [Character]) -> Int {
+        guard !a.isEmpty else { return b.count }
+        var previous = Array(0...b.count)
+        for (i, left) in a.enumerated() {
+            var current = [i + 1] + Array(repeating: 0, count: b.count)
+            for (j, right) in b.enumerated() {
+                current[j + 1] = min(previous[j + 1] + 1, current[j] + 1, previous[j] + (left == right ? 0 : 1))
+            }
+            previous = current
+        }
+        return previous[b.count]
+    }
+
+    /// Why `unknown`, a key of a configuration file or `.env`, stops start-up, and what to write instead.
+    static func unknownKeyFix(_ unknown: String) -> String {
+        let optOut = unknown.hasPrefix("SIWA_") ? "SIWA_ALLOW_UNKNOWN_SETTINGS=true" : "allowUnknownSettings: true"
+        let guess = closest(to: unknown).map { "did you mean '\($0)'? " } ?? ""
+        return "'\(unknown)' is no setting: \(guess)(siwa doctor --reference lists every setting; \(optOut) accepts "
+            + "keys for a newer siwa)"
+    }
 
     /// The reference as Markdown (`docs/configuration.md`).
     static var markdownReference: String {

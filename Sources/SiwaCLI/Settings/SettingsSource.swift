@@ -2,6 +2,7 @@ import AppleSignIn
 import Configuration
 import Foundation
 import SystemPackage
+import Yams
 
 /// Where siwa's settings come from, merged by swift-configuration: the environment, secret files, a `.env` file and a
 /// configuration file, in that order of precedence (see ``SettingsCatalog``). Every command reads its settings through
@@ -12,8 +13,12 @@ struct SettingsSource: Sendable {
     let fromSecretFiles: Set<String>
     /// The configuration file read, if any.
     let configFile: String?
-    /// Keys in the configuration file that are no setting (a typo is otherwise silently ignored).
+    /// Keys in the configuration file, and `SIWA_*` keys in the `.env` file, that are no setting: a typo would
+    /// otherwise be silently ignored, so every command refuses them (``ServerSettings/load(from:createsDataKey:purpose:)``).
     let unknownFileKeys: [String]
+    /// `SIWA_*` environment variables that are no setting but resemble one (a variable like no setting at all may
+    /// belong to another tool): a warning.
+    let unknownVariables: [String]
 
     /// A source with only these variables: the demo's fixed settings, and tests.
     init(environment: [String: String]) {
@@ -21,6 +26,7 @@ struct SettingsSource: Sendable {
         fromSecretFiles = []
         configFile = nil
         unknownFileKeys = []
+        unknownVariables = []
     }
 
     /// The process's settings.
@@ -70,7 +76,7 @@ struct SettingsSource: Sendable {
         if !dotEnv.isEmpty { providers.append(environmentProvider(dotEnv)) }
 
         let file = configFile ?? environment["SIWA_CONFIG"].flatMap { $0.isEmpty ? nil : $0 }
-        var unknown: [String] = []
+        var unknown = dotEnv.keys.filter { $0.hasPrefix("SIWA_") && !Self.isKnownVariable($0) }.sorted()
         if let file {
             guard FileManager.default.isReadableFile(atPath: file) else {
                 throw ServerSettings.Problem(variable: "--config", fix: "cannot read \(file)")
@@ -86,8 +92,7 @@ struct SettingsSource: Sendable {
                     (provider, keys) = try await fileProvider(file)
                 }
                 providers.append(provider)
-                let known = Set(SettingsCatalog.byVariable.values.map(\.key))
-                unknown = keys.filter { !known.contains($0) }.sorted()
+                unknown += keys.filter { SettingsCatalog.byKey[$0] == nil }.sorted()
             } catch let problem as ServerSettings.Problem {
                 throw problem
             } catch {
@@ -98,15 +103,32 @@ struct SettingsSource: Sendable {
             reader: ConfigReader(providers: providers),
             fromSecretFiles: fromSecretFiles,
             configFile: file,
-            unknownFileKeys: unknown
+            unknownFileKeys: unknown,
+            unknownVariables: environment.keys.filter {
+                $0.hasPrefix("SIWA_") && !isKnownVariable($0) && SettingsCatalog.closest(to: $0) != nil
+            }
+            .sorted()
         )
     }
 
-    private init(reader: ConfigReader, fromSecretFiles: Set<String>, configFile: String?, unknownFileKeys: [String]) {
+    private init(
+        reader: ConfigReader,
+        fromSecretFiles: Set<String>,
+        configFile: String?,
+        unknownFileKeys: [String],
+        unknownVariables: [String]
+    ) {
         self.reader = reader
         self.fromSecretFiles = fromSecretFiles
         self.configFile = configFile
         self.unknownFileKeys = unknownFileKeys
+        self.unknownVariables = unknownVariables
+    }
+
+    /// A setting's variable, its `<variable>_FILE`, or `SIWA_CONFIG`.
+    private static func isKnownVariable(_ name: String) -> Bool {
+        if name == "SIWA_CONFIG" || SettingsCatalog.byVariable[name] != nil { return true }
+        return name.hasSuffix("_FILE") && SettingsCatalog.byVariable[String(name.dropLast(5))] != nil
     }
 
     /// `SIWA_*` variables: the provider looks `siwa.<key>` up, which it spells `SIWA_<KEY>`.
@@ -131,7 +153,7 @@ struct SettingsSource: Sendable {
         }
         if lowercased.hasSuffix(".yaml") || lowercased.hasSuffix(".yml") {
             let provider = try await FileProvider<YAMLSnapshot>(filePath: FilePath(path))
-            return (provider, [])
+            return (provider, try yamlKeys(path))
         }
         let text = try String(contentsOfFile: path, encoding: .utf8)
         let variables = Self.parseEnvFile(text)
@@ -217,6 +239,25 @@ struct SettingsSource: Sendable {
             }
         }
         return leaves(object, "")
+    }
+
+    /// The dotted leaf keys of a YAML file, as ``jsonKeys(_:)`` reads a JSON file's.
+    private static func yamlKeys(_ path: String) throws -> [String] {
+        let text = try String(contentsOfFile: path, encoding: .utf8)
+        guard let root = try Yams.load(yaml: text) else { return [] }
+        guard let mapping = root as? [String: Any] else {
+            throw ServerSettings.Problem(variable: "--config", fix: "\(path) must hold a YAML mapping")
+        }
+        func leaves(_ mapping: [String: Any], _ prefix: String) -> [String] {
+            mapping.flatMap { key, value -> [String] in
+                // `oidc.clients` may be a mapping of clients: its own keys are no settings.
+                if let nested = value as? [String: Any], prefix + key != "oidc.clients" {
+                    return leaves(nested, prefix + key + ".")
+                }
+                return [prefix + key]
+            }
+        }
+        return leaves(mapping, "")
     }
 
     /// The value of `variable` (a ``SettingsCatalog`` variable) as text, wherever it came from: a list becomes
