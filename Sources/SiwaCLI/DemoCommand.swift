@@ -25,13 +25,21 @@ struct DemoCommand: AsyncParsableCommand {
         abstract:
             "Run the Apple ID emulator and the server together, on SQLite, with no configuration and no Apple account.",
         discussion: """
-            Writes only into the working folder: the database (--database), the demo team's key in siwa-emulator/ \
-            and the data key siwa-data.key. Ctrl-C stops both.
+            Writes only into the working folder: the database (--database), the demo team's key and the Apple \
+            settings it runs with in siwa-emulator/ (so that siwa users delete here revokes at the demo's \
+            emulator), and the data key siwa-data.key. Ctrl-C stops both.
+
+            Reads the settings siwa serve reads (SIWA_* variables, a .env file, --config FILE) over the demo's own: \
+            SIWA_LOG_LEVEL=debug siwa demo logs at debug. The Apple side, the public URL, the port and the \
+            database stay the demo's.
 
             Example:
               siwa demo --port 8080 --emulator-port 9090
             """
     )
+
+    @Option(help: "A configuration file (.json, .yaml, or KEY=value lines), read as siwa serve reads it.")
+    var config: String?
 
     @Option(help: "The server's port.")
     var port = 8080
@@ -43,8 +51,6 @@ struct DemoCommand: AsyncParsableCommand {
     var database = "siwa-demo.sqlite"
 
     func run() async throws {
-        var logger = Logger(label: "siwa")
-        logger.logLevel = .info
         // A busy port is named before anything starts (and again if it is taken meanwhile, below).
         for (flag, value) in [("--port", port), ("--emulator-port", emulatorPort)] where !Self.isFree(port: value) {
             Terminal.error(
@@ -54,6 +60,38 @@ struct DemoCommand: AsyncParsableCommand {
         }
         let serverURL = "http://localhost:\(port)"
         let keyFile = try EmulatorCommand.demoKeyFile()
+        // What ties the server to the demo's emulator, its port and its file stays the demo's; the rest is the
+        // operator's to change (a log level, a rate limit, relying parties), over the demo's defaults.
+        let apple = [
+            "SIWA_APPLE_BASE_URL": "http://127.0.0.1:\(emulatorPort)",
+            "SIWA_TEAM_ID": EmulatorConfiguration.demoTeamID,
+            "SIWA_KEY_ID": EmulatorConfiguration.demoKeyID,
+            "SIWA_PRIVATE_KEY_FILE": keyFile,
+            "SIWA_BUNDLE_IDS": EmulatorConfiguration.demoBundleID,
+            "SIWA_SERVICES_ID": EmulatorConfiguration.demoServicesID,
+            "SIWA_DATABASE_PATH": database,
+        ]
+        var settings: ServerSettings
+        do {
+            let source = try await SettingsSource.load(
+                configFile: config,
+                fixed: apple.merging(["SIWA_PUBLIC_URL": serverURL, "SIWA_PORT": String(port)]) { $1 },
+                defaults: [
+                    // Every compatibility contract, so that the tutorials' apps work against the demo unchanged.
+                    "SIWA_COMPAT": "all",
+                    // No metrics listener: its port would be a third one to find free, for a demo nobody scrapes.
+                    "SIWA_METRICS_PORT": "0",
+                ]
+            )
+            settings = try ServerSettings.load(from: source)
+        } catch let problem as ServerSettings.Problem {
+            Terminal.error("error: \(problem)")
+            throw ExitCode(2)
+        }
+        settings.databaseURL = nil
+        settings.host = "127.0.0.1"
+        let logger = Logger.siwa(level: settings.logLevel, format: settings.logFormat)
+        try Self.writeAppleSettings(apple)
         let teamKey = try P256.Signing.PrivateKey(pemRepresentation: String(contentsOfFile: keyFile, encoding: .utf8))
         var emulatorConfiguration = EmulatorConfiguration.demo(key: teamKey, serverURL: serverURL)
         // The demo's callbacks are on http://localhost, which Apple refuses: allowed here, and said in the banner.
@@ -63,22 +101,6 @@ struct DemoCommand: AsyncParsableCommand {
             delivery: HTTPNotificationDelivery(),
             logger: logger
         )
-        var settings = try ServerSettings.load(from: [
-            "SIWA_PUBLIC_URL": serverURL,
-            "SIWA_PORT": String(port),
-            "SIWA_APPLE_BASE_URL": "http://127.0.0.1:\(emulatorPort)",
-            "SIWA_TEAM_ID": EmulatorConfiguration.demoTeamID,
-            "SIWA_KEY_ID": EmulatorConfiguration.demoKeyID,
-            "SIWA_PRIVATE_KEY_FILE": keyFile,
-            "SIWA_BUNDLE_IDS": EmulatorConfiguration.demoBundleID,
-            "SIWA_SERVICES_ID": EmulatorConfiguration.demoServicesID,
-            "SIWA_DATABASE_PATH": database,
-            // Every compatibility contract, so that the tutorials' apps work against the demo unchanged.
-            "SIWA_COMPAT": "all",
-            // No metrics listener: its port would be a third one to find free, for a demo nobody scrapes.
-            "SIWA_METRICS_PORT": "0",
-        ])
-        settings.host = "127.0.0.1"
         DescriptorLimit.apply(to: &settings.server.connections, logger: logger)
         let store = try await StoreFactory.open(settings, logger: logger, checksDataKey: true)
         let running = Running(banner: Self.banner(port: port, emulatorPort: emulatorPort, database: database))
@@ -139,6 +161,13 @@ struct DemoCommand: AsyncParsableCommand {
             guard both else { return }
             Terminal.say(banner)
         }
+    }
+
+    /// Writes the Apple side the demo runs with beside the team's key, for the operator commands run in this folder
+    /// (``ServerSettings/demoApple(for:)``). It names a key file, never holds a key.
+    static func writeAppleSettings(_ settings: [String: String]) throws {
+        let text = settings.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)\n" }.joined()
+        try text.write(toFile: ServerSettings.demoAppleSettingsFile, atomically: true, encoding: .utf8)
     }
 
     /// Whether nothing listens on `port` of 127.0.0.1 now.

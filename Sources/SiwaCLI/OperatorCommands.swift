@@ -52,7 +52,8 @@ func withConfiguredStoreAndSchema<R>(
         purpose: .database,
         createsDataKey: createsDatabase
     )
-    let logger = Logger.siwa(level: min(settings.logLevel, .warning), format: settings.logFormat)
+    // The command prints its own answer on stdout: only warnings on stderr, unless SIWA_LOG_LEVEL asks for more.
+    let logger = Logger.siwa(level: settings.logLevelIsSet ? settings.logLevel : .warning, format: settings.logFormat)
     do {
         try settings.chooseOperatorDatabase(options.database, createsDatabase: createsDatabase)
         if needsDataKey, !settings.dataKeyFound {

@@ -28,6 +28,8 @@ struct ServerSettings {
     var tls: ServerTLS?
     /// `SIWA_LOG_LEVEL`.
     var logLevel = Logger.Level.info
+    /// Whether `SIWA_LOG_LEVEL` was set: an operator command logs only warnings unless asked for more.
+    var logLevelIsSet = false
     /// `SIWA_LOG_FORMAT`.
     var logFormat = LogFormat.text
     /// Where the data key is kept when `SIWA_DATA_KEY` is not set.
@@ -278,6 +280,7 @@ struct ServerSettings {
                 )
             }
             settings.logLevel = parsed
+            settings.logLevelIsSet = true
         }
         if let format = value("SIWA_LOG_FORMAT") {
             guard let parsed = LogFormat(rawValue: format.lowercased()) else {
@@ -742,6 +745,7 @@ extension ServerSettings {
             databasePath = Self.demoDatabasePath
             Terminal.error("using \(Self.demoDatabasePath), the database siwa demo left here (--database chooses)")
         }
+        if databaseURL == nil, appleIfConfigured == nil { appleIfConfigured = Self.demoApple(for: databasePath) }
         guard databaseURL == nil, !createsDatabase, !FileManager.default.fileExists(atPath: databasePath) else {
             return
         }
@@ -755,6 +759,22 @@ extension ServerSettings {
 }
 
 extension ServerSettings {
+    /// Where `siwa demo` writes the Apple side it runs with (`KEY=value` lines), beside the demo team's key.
+    static let demoAppleSettingsFile = "siwa-emulator/demo-server.env"
+
+    /// The Apple side of the `siwa demo` that ran in this folder on `databasePath`, for an operator command with none
+    /// of its own: deleting a demo user then revokes at the demo's emulator (or queues it for the demo to retry)
+    /// rather than finding no Apple credentials.
+    static func demoApple(for databasePath: String) -> AppleSignInConfiguration? {
+        guard let text = try? String(contentsOfFile: demoAppleSettingsFile, encoding: .utf8) else { return nil }
+        let variables = SettingsSource.parseEnvFile(text)
+        guard let path = variables["SIWA_DATABASE_PATH"],
+            DataKeyFile.absolute(path) == DataKeyFile.absolute(databasePath)
+        else { return nil }
+        return try? load(from: SettingsSource(environment: variables), createsDataKey: false, purpose: .database)
+            .appleIfConfigured
+    }
+
     /// The setting the data keys came from.
     var dataKeySetting: String { dataKeyFromVariable ? "SIWA_DATA_KEY" : "SIWA_DATA_KEY_FILE" }
 

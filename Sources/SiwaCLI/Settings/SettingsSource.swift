@@ -34,13 +34,18 @@ struct SettingsSource: Sendable {
     ///   - environment: the process environment (`SIWA_*`, `<variable>_FILE`, `SIWA_CONFIG`).
     ///   - configFile: `--config`; `SIWA_CONFIG` when `nil`.
     ///   - dotEnvFile: read when it exists.
+    ///   - fixed: settings over every other source (`siwa demo`'s ties to its own emulator).
+    ///   - defaults: settings under every other source (`siwa demo`'s choices for a demo).
     /// - Throws: ``ServerSettings/Problem`` naming a file that cannot be read or parsed.
     static func load(
         environment: [String: String] = ProcessInfo.processInfo.environment,
         configFile: String? = nil,
-        dotEnvFile: String = ".env"
+        dotEnvFile: String = ".env",
+        fixed: [String: String] = [:],
+        defaults: [String: String] = [:]
     ) async throws -> SettingsSource {
         var providers: [any ConfigProvider] = [environmentProvider(environment)]
+        if !fixed.isEmpty { providers.insert(environmentProvider(fixed), at: 0) }
         var dotEnv: [String: String] = [:]
         if FileManager.default.fileExists(atPath: dotEnvFile) {
             guard let text = try? String(contentsOfFile: dotEnvFile, encoding: .utf8) else {
@@ -99,6 +104,7 @@ struct SettingsSource: Sendable {
                 throw ServerSettings.Problem(variable: "--config", fix: "cannot parse \(file): \(error)")
             }
         }
+        if !defaults.isEmpty { providers.append(environmentProvider(defaults)) }
         return SettingsSource(
             reader: ConfigReader(providers: providers),
             fromSecretFiles: fromSecretFiles,
