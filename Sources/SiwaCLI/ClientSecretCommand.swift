@@ -8,17 +8,17 @@ struct ClientSecretCommand: AsyncParsableCommand {
         commandName: "client-secret",
         abstract: "Print a client secret (ES256 JWT) for Apple's token and revoke endpoints.",
         discussion: """
-            Reads the team, key id, key and client id from the same settings as siwa serve (SIWA_TEAM_ID, \\
-            SIWA_KEY_ID, SIWA_PRIVATE_KEY_FILE or SIWA_PRIVATE_KEY or SIWA_PRIVATE_KEY_BASE64, SIWA_SERVICES_ID or \\
-            the only bundle id; --config FILE), each overridden by its option. The key may be PEM, as Apple issues \\
-            it, or base64. A key id that does not match the key file's name AuthKey_<KeyID>.p8, or the configured \\
+            Reads the team, key id, key and client id from the same settings as siwa serve (SIWA_TEAM_ID, \
+            SIWA_KEY_ID, SIWA_PRIVATE_KEY_FILE or SIWA_PRIVATE_KEY or SIWA_PRIVATE_KEY_BASE64, SIWA_SERVICES_ID or \
+            the only bundle id; --config FILE), each overridden by its option. The key may be PEM, as Apple issues \
+            it, or base64. A key id that does not match the key file's name AuthKey_<KeyID>.p8, or the configured \
             SIWA_KEY_ID, is refused unless --force: Apple would refuse every secret signed with it.
 
-            The secret goes to standard output alone, its expiry to standard error, so that \\
+            The secret goes to standard output alone, its expiry to standard error, so that \
             SECRET=$(siwa client-secret ...) captures just the secret.
 
             Example:
-              siwa client-secret --team-id ABCDE12345 --key-id KEY1234567 \\\\
+              siwa client-secret --team-id ABCDE12345 --key-id KEY1234567 \\
                 --client-id com.example.web --key-file AuthKey_KEY1234567.p8 --lifetime 3600
               siwa client-secret --config siwa.json
             """
@@ -39,7 +39,7 @@ struct ClientSecretCommand: AsyncParsableCommand {
     @Option(
         name: .customLong("client-id"),
         help: """
-            The client id the secret is for (its sub): the bundle id for native codes, the Services ID for web. \\
+            The client id the secret is for (its sub): the bundle id for native codes, the Services ID for web. \
             Default: SIWA_SERVICES_ID, else the only bundle id.
             """
     )

@@ -384,6 +384,30 @@ struct DoctorCommand: AsyncParsableCommand {
                     )
                 )
             }
+            // Everything the developer portal asks for, in one place (docs/deploy.md, section 9).
+            let base = publicURL.hasSuffix("/") ? String(publicURL.dropLast()) : publicURL
+            var portal: [String] = []
+            if !bundleIDs.isEmpty {
+                portal.append(
+                    "App ID \(bundleIDs.joined(separator: ", ")): enable Sign in with Apple; Server-to-Server "
+                        + "Notification Endpoint \(base)/auth/apple/notifications"
+                )
+            }
+            if let servicesID {
+                portal.append(
+                    "Services ID \(servicesID): Domains and Subdomains \(host); Return URLs \(callback)"
+                )
+            }
+            if !portal.isEmpty {
+                findings.append(
+                    .init(
+                        setting: "developer portal",
+                        ok: true,
+                        message: portal.joined(separator: "; "),
+                        note: true
+                    )
+                )
+            }
         } else {
             findings.append(
                 .init(

@@ -23,14 +23,14 @@ struct OIDCCommand: AsyncParsableCommand {
             commandName: "new-client",
             abstract: "Make a client secret and print the client's entry for SIWA_OIDC_CLIENTS.",
             discussion: """
-                Prints the secret (256 random bits, base64url) once, for the relying party's configuration, and the \\
-                JSON object to add to the SIWA_OIDC_CLIENTS array, which holds only the secret's SHA-256. siwa \\
-                never stores or logs the secret itself: lose it and make a new one. With --public there is no \\
+                Prints the secret (256 random bits, base64url) once, for the relying party's configuration, and the \
+                JSON object to add to the SIWA_OIDC_CLIENTS array, which holds only the secret's SHA-256. siwa \
+                never stores or logs the secret itself: lose it and make a new one. With --public there is no \
                 secret: the client must use PKCE (a native app or a single-page app).
 
                 Example:
-                  siwa oidc new-client --id grafana \\\\
-                    --redirect-uri https://grafana.example.com/login/generic_oauth \\\\
+                  siwa oidc new-client --id grafana \\
+                    --redirect-uri https://grafana.example.com/login/generic_oauth \\
                     --post-logout-redirect-uri https://grafana.example.com/login
                 """
         )

@@ -198,7 +198,9 @@ struct UsersCommand: AsyncParsableCommand {
 
     struct List: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "List accounts, oldest first, with their status (active or disabled).",
+            abstract:
+                "List accounts, oldest first: siwa id, Apple user id (sub), email, name, status (active, disabled, "
+                + "consent revoked or deleted), created.",
             discussion: "Example:\n  siwa users list --limit 20 --json"
         )
 
@@ -223,7 +225,8 @@ struct UsersCommand: AsyncParsableCommand {
                         let name = [user.givenName, user.familyName].compactMap { $0 }.joined(separator: " ")
                         let status = AccountOutput.status(of: user)
                         print(
-                            "\(user.id)  \(user.email ?? "-")  \(name.isEmpty ? "-" : name)  \(status)  \(user.createdAt)"
+                            "\(user.id)  \(user.appleUserID)  \(user.email ?? "-")  \(name.isEmpty ? "-" : name)  "
+                                + "\(status)  \(user.createdAt)"
                         )
                     }
                 }
@@ -235,7 +238,8 @@ struct UsersCommand: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Show an account, by siwa id, Apple user id (sub) or email.",
             discussion: """
-                Prints the account as one JSON object, with its status (active or disabled). An email matches every \
+                Prints the account as one JSON object, with its Apple user id (appleUserID, the sub) and its status \
+                (active, disabled, consent_revoked or deleted). An email matches every \
                 account with that email, ignoring case (several Apple IDs can share one): each is printed as one \
                 JSON object on its own line, oldest first.
 
@@ -310,30 +314,38 @@ struct UsersCommand: AsyncParsableCommand {
     }
 }
 
-/// An account as the operator commands print it: the API's `user` object with its status.
+/// An account as the operator commands print it: the API's `user` object with the Apple user id (`sub`) and the
+/// status the console shows.
 struct AccountOutput: Encodable {
     var user: UserResponse
-    /// `active` or `disabled`.
+    var appleUserID: String
+    /// `active`, `disabled`, `consent_revoked` or `deleted` (``UserStatus``).
     var status: String
     var disabledAt: Date?
+    var appleConsentRevokedAt: Date?
 
     init(_ record: UserRecord) {
         user = UserResponse(record)
-        status = Self.status(of: record)
+        appleUserID = record.appleUserID.rawValue
+        status = record.status.rawValue
         disabledAt = record.disabledAt
+        appleConsentRevokedAt = record.appleConsentRevokedAt
     }
 
-    static func status(of user: UserRecord) -> String { user.isDisabled ? "disabled" : "active" }
+    /// The status in words, as the console writes it (`consent revoked`).
+    static func status(of user: UserRecord) -> String { user.status.rawValue.replacingOccurrences(of: "_", with: " ") }
 
     private enum CodingKeys: String, CodingKey {
-        case status, disabledAt
+        case appleUserID, status, disabledAt, appleConsentRevokedAt
     }
 
     func encode(to encoder: any Encoder) throws {
         try user.encode(to: encoder)
         var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(appleUserID, forKey: .appleUserID)
         try container.encode(status, forKey: .status)
         try container.encodeIfPresent(disabledAt, forKey: .disabledAt)
+        try container.encodeIfPresent(appleConsentRevokedAt, forKey: .appleConsentRevokedAt)
     }
 }
 

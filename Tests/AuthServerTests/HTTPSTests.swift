@@ -92,13 +92,25 @@ struct HTTPSTests {
         // The browser's sign-in takes a few of its own client's budget; the clients below spend theirs.
         configuration.authRateLimit = .init(requestsPerSecond: 0.001, burst: 12)
         configuration.trustedProxies = try TrustedProxies(["127.0.0.1"])
+        let redirectPort = try freeLoopbackPort()
         let proxyOrigin: @Sendable (Int) -> String = { _ in "https://127.0.0.1:\(proxyPort)" }
         try await ServerHarness.run(configuration: configuration, web: true, publicOrigin: proxyOrigin) { harness in
             try await ReverseProxyTests.withNginx(
                 upstreamPort: harness.listenPort,
                 port: proxyPort,
-                tls: (authority.serverCertificate, authority.serverKey)
+                tls: (authority.serverCertificate, authority.serverKey),
+                redirectPort: redirectPort
             ) { port in
+                // The site's plain-http server only sends browsers to https.
+                let (_, redirect, _) = try await runChildProcess(
+                    "/usr/bin/curl",
+                    arguments: [
+                        "--silent", "--output", "/dev/null", "--write-out", "%{http_code} %{redirect_url}",
+                        "--max-time", "10", "http://127.0.0.1:\(redirectPort)/login?x=1",
+                    ]
+                )
+                #expect(String(decoding: redirect, as: UTF8.self) == "301 https://127.0.0.1/login?x=1")
+
                 let origin = "https://127.0.0.1:\(port)"
                 let cookies = try await signIn(at: origin, harness: harness, authority: authority, name: "nginx")
                 expectSecureSessionCookies(cookies)
@@ -112,5 +124,26 @@ struct HTTPSTests {
                 #expect(try await authority.curl("POST", origin + "/auth/apple/nonce", from: "127.0.0.3") == 200)
             }
         }
+    }
+
+    /// The guide shows the site file an operator installs, as it is.
+    @Test func theGuideShowsTheSiteFileAsItIs() throws {
+        let site = try String(
+            contentsOf: ReverseProxyTests.repository.appendingPathComponent("docs/deployment/nginx-site.conf"),
+            encoding: .utf8
+        )
+        let guide = try String(
+            contentsOf: ReverseProxyTests.repository.appendingPathComponent("docs/deploy.md"),
+            encoding: .utf8
+        )
+        func lines(_ text: some StringProtocol) -> [String] {
+            text.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
+                .filter { !$0.isEmpty && !$0.hasPrefix("#") }
+        }
+        let block = try #require(
+            guide.components(separatedBy: "```nginx\n").dropFirst().first { $0.hasPrefix("upstream siwa") }?
+                .components(separatedBy: "```").first
+        )
+        #expect(lines(block) == lines(site))
     }
 }

@@ -21,11 +21,14 @@ struct ReverseProxyTests {
     /// Runs `body` with nginx on a loopback port, proxying to `upstreamPort`.
     /// - Parameters:
     ///   - port: nginx's port (a free one by default).
-    ///   - tls: nginx terminates TLS with this certificate and key (`docs/deployment/nginx-tls.conf`).
+    ///   - tls: nginx terminates TLS with this certificate and key: the guide's whole site,
+    ///     `docs/deployment/nginx-site.conf`, with its addresses, ports and paths changed (`redirectPort` for its
+    ///     port 80).
     static func withNginx(
         upstreamPort: Int,
         port givenPort: Int? = nil,
         tls: (certificate: String, key: String)? = nil,
+        redirectPort: Int? = nil,
         _ body: (Int) async throws -> Void
     ) async throws {
         let nginx = try #require(ProcessInfo.processInfo.environment["SIWA_TEST_NGINX"])
@@ -35,16 +38,40 @@ struct ReverseProxyTests {
         let port = try givenPort ?? freeLoopbackPort()
         let proxySettings = repository.appendingPathComponent("docs/deployment/nginx-proxy.conf").path
         let tlsSettings = repository.appendingPathComponent("docs/deployment/nginx-tls.conf").path
-        let listen =
-            tls.map {
-                """
-                listen 127.0.0.1:\(port) ssl;
-                        ssl_certificate \($0.certificate);
-                        ssl_certificate_key \($0.key);
-                        include \(tlsSettings);
-                """
-            } ?? "listen 127.0.0.1:\(port);"
         let temp = folder.path
+        let servers: String
+        if let tls {
+            // The guide's site as an operator installs it, on this test's loopback ports and files.
+            let site = try String(
+                contentsOf: repository.appendingPathComponent("docs/deployment/nginx-site.conf"),
+                encoding: .utf8
+            )
+            let replacements = [
+                "server 127.0.0.1:8080;": "server 127.0.0.1:\(upstreamPort);",
+                "listen 80;": "listen 127.0.0.1:\(try redirectPort ?? freeLoopbackPort());",
+                "listen [::]:80;": "", "listen [::]:443 ssl;": "",
+                "listen 443 ssl;": "listen 127.0.0.1:\(port) ssl;",
+                "/etc/letsencrypt/live/auth.example.com/fullchain.pem": tls.certificate,
+                "/etc/letsencrypt/live/auth.example.com/privkey.pem": tls.key,
+                "/etc/nginx/siwa-tls.conf": tlsSettings, "/etc/nginx/siwa-proxy.conf": proxySettings,
+            ]
+            servers = replacements.reduce(site) { $0.replacingOccurrences(of: $1.key, with: $1.value) }
+            for guide in replacements.keys {
+                try #require(site.contains(guide), "nginx-site.conf no longer says \(guide)")
+            }
+        } else {
+            servers = """
+                upstream siwa { server 127.0.0.1:\(upstreamPort); keepalive 16; }
+                server {
+                    listen 127.0.0.1:\(port);
+                    client_header_timeout 10s;
+                    location / {
+                        proxy_pass http://siwa;
+                        include \(proxySettings);
+                    }
+                }
+                """
+        }
         let configuration = """
             daemon off;
             worker_processes 1;
@@ -59,15 +86,7 @@ struct ReverseProxyTests {
                 fastcgi_temp_path \(temp)/fastcgi;
                 uwsgi_temp_path \(temp)/uwsgi;
                 scgi_temp_path \(temp)/scgi;
-                upstream siwa { server 127.0.0.1:\(upstreamPort); keepalive 16; }
-                server {
-                    \(listen)
-                    client_header_timeout 10s;
-                    location / {
-                        proxy_pass http://siwa;
-                        include \(proxySettings);
-                    }
-                }
+            \(servers)
             }
             """
         let file = folder.appendingPathComponent("nginx.conf")

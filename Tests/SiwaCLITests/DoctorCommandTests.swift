@@ -70,6 +70,14 @@ struct DoctorCommandTests {
                 "register https://auth.example.com/auth/apple/callback as a Return URL of com.example.web"
             )
         )
+        // Everything the developer portal needs, the notification endpoint and the domain included.
+        #expect(
+            result.stdout.contains(
+                "Server-to-Server Notification Endpoint https://auth.example.com/auth/apple/notifications"
+            ),
+            "\(result.stdout)"
+        )
+        #expect(result.stdout.contains("Domains and Subdomains auth.example.com"), "\(result.stdout)")
         #expect(result.stdout.contains("configuration looks right"))
     }
 
@@ -192,10 +200,11 @@ struct DoctorCommandTests {
         #expect(tooLarge.status == 3, "\(tooLarge.stdout)")
         #expect(
             tooLarge.stdout.contains(
-                "✗ SIWA_DATABASE_MAX_CONNECTIONS: each instance may open 401 connections (400 pooled, 1 listening)"
-            )
+                "! SIWA_DATABASE_MAX_CONNECTIONS: each instance may open 401 connections (400 pooled, 1 listening)"
+            ),
+            "a warning: \(tooLarge.stdout)"
         )
-        #expect(tooLarge.stdout.contains("siwa serve would start"))
+        #expect(tooLarge.stdout.contains("siwa serve would start and log 1 warning(s)"))
 
         let fits = try await SiwaProcess.run(
             ["doctor", "--config", config],

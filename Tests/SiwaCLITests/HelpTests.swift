@@ -26,6 +26,11 @@ struct HelpTests {
             let name = (["siwa"] + path).joined(separator: " ")
             #expect(result.status == 0, "\(name) --help exited \(result.status)")
             #expect(result.stdout.contains("Example"), "\(name) --help shows no example")
+            // A backslash is a shell line's continuation in an example, and nothing else (a `\\` meant for the
+            // source's line continuation once reached the screen).
+            let prose = result.stdout.components(separatedBy: "Example").first ?? ""
+            #expect(!prose.contains("\\"), "\(name) --help prints a stray backslash: \(prose)")
+            #expect(!result.stdout.contains("\\\\"), "\(name) --help prints a doubled backslash")
             checked.append(name)
             pending += Self.subcommands(in: result.stdout).filter { $0 != "help" }.map { path + [$0] }
         }

@@ -119,7 +119,8 @@ struct OperatorCommandTests {
         #expect(objects.allSatisfy { $0["status"] as? String == "active" })
 
         let one = try await SiwaProcess.run(["users", "show", "other@example.com"], environment: environment)
-        #expect(one.stdout.contains("001111.three.2222") == false, "the sub is not printed")
+        // The Apple user id, as the console and the admin API show it.
+        #expect(one.stdout.contains("\"appleUserID\":\"001111.three.2222\""), "\(one.stdout)")
         #expect(one.stdout.split(separator: "\n").count == 1)
         let none = try await SiwaProcess.run(["users", "show", "nobody@example.com"], environment: environment)
         #expect(none.status == 1)
@@ -225,6 +226,20 @@ struct OperatorCommandTests {
 
     private func withStore<R>(_ body: (SQLAccountStore) async throws -> R) async throws -> R {
         try await withSQLiteStore(at: environment["SIWA_DATABASE_PATH"]!, body)
+    }
+
+    /// The CLI names an account's state as the console does: one whose Apple consent ended is "consent revoked",
+    /// not "active".
+    @Test func anAccountWhoseConsentEndedIsNotActive() async throws {
+        let user = try await signIn("001111.gone.2222", email: "gone@example.com")
+        try await withStore { store in _ = try await store.endAppleConsent(userID: user.id, now: Date()) }
+        let show = try await SiwaProcess.run(["users", "show", "gone@example.com"], environment: environment)
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(show.stdout.utf8)) as? [String: Any])
+        #expect(object["status"] as? String == "consent_revoked", "\(show.stdout)")
+        #expect(object["appleConsentRevokedAt"] != nil)
+        let list = try await SiwaProcess.run(["users", "list"], environment: environment)
+        let line = try #require(list.stdout.split(separator: "\n").first { $0.contains("gone@example.com") })
+        #expect(line.contains("001111.gone.2222") && line.contains("consent revoked"), "\(line)")
     }
 
     private func signIn(_ sub: String, email: String) async throws -> UserRecord {
