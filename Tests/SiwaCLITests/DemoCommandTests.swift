@@ -134,7 +134,7 @@ struct DemoCommandTests {
         let (port, emulatorPort, errors, directory) = (demo.port, demo.emulatorPort, demo.errors, demo.directory)
         try #require(
             try await demo.banner().contains("siwa demo is running"),
-            "\((try? String(contentsOfFile: errors)) ?? "")"
+            "\((try? String(contentsOfFile: errors, encoding: .utf8)) ?? "")"
         )
 
         func post(_ url: String, _ body: [String: String]) async throws -> [String: Any] {

@@ -49,7 +49,7 @@ actor EmulatorState {
             self.signingKey = try _RSA.Signing.PrivateKey(pemRepresentation: current.privateKeyPEM)
             self.currentKid = current.kid
         } else {
-            self.signingKey = try _RSA.Signing.PrivateKey(keySize: .bits2048)
+            self.signingKey = try await Self.newSigningKey()
             addSigningKey(signingKey)
         }
     }
@@ -87,9 +87,19 @@ actor EmulatorState {
         return Array(try encoder.encode(["keys": keys]))
     }
 
+    /// An RSA key, made on a thread of Dispatch's global queue: a tenth of a second of CPU or more, which would
+    /// otherwise hold one of the cooperative pool's few threads from every request.
+    private static func newSigningKey() async throws -> _RSA.Signing.PrivateKey {
+        try await withCheckedThrowingContinuation { continuation in
+            DispatchQueue.global().async {
+                continuation.resume(with: Result { try _RSA.Signing.PrivateKey(keySize: .bits2048) })
+            }
+        }
+    }
+
     /// A new current key; the old one stays published for the grace period.
-    func rotateKeys() throws -> String {
-        let key = try _RSA.Signing.PrivateKey(keySize: .bits2048)
+    func rotateKeys() async throws -> String {
+        let key = try await Self.newSigningKey()
         for index in records.signingKeys.indices where records.signingKeys[index].retiredAt == nil {
             records.signingKeys[index].retiredAt = now()
         }

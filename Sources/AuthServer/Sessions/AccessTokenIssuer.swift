@@ -2,6 +2,7 @@ public import AccountStore
 public import AppleSignIn
 public import Crypto
 import CryptoExtras
+import Dispatch
 import HTTPTypes
 import Synchronization
 
@@ -98,7 +99,14 @@ public final class AccessTokenIssuer: Sendable {
     /// Stores a new key: the P-256 key's 32 bytes, then its RSA companion's DER, sealed together.
     private static func addKey(store: any AccountStore, sealer: DataSealer, now: Date) async throws {
         let key = P256.Signing.PrivateKey()
-        let rsa = try _RSA.Signing.PrivateKey(keySize: .bits2048)
+        // An RSA key takes a tenth of a second of CPU or more: on a thread of Dispatch's global queue, not one of
+        // the cooperative pool's few, which a rotation on a running server would otherwise hold from every request
+        // (nor a small shared pool, where a rotation would queue behind every other key being made).
+        let rsa = try await withCheckedThrowingContinuation { continuation in
+            DispatchQueue.global().async {
+                continuation.resume(with: Result { try _RSA.Signing.PrivateKey(keySize: .bits2048) })
+            }
+        }
         let kid = WebAuthorization.randomToken(byteCount: 12)
         try await store.addSigningKey(
             SigningKeyRecord(
