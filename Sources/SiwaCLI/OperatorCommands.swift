@@ -463,7 +463,7 @@ extension UsersCommand {
             let outcome: String
             switch revocation {
             case .revoked:
-                outcome = "Apple token revoked at Apple"
+                outcome = "Apple token revoked at Apple (confirmed: it no longer refreshes)"
             case .queued(let retryAt, let reason):
                 outcome = "Apple token revocation queued for retry at \(retryAt.formatted(.iso8601)) (\(reason))"
             case .noAppleToken:

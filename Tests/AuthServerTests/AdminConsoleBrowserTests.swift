@@ -136,7 +136,8 @@ struct AdminConsoleBrowserTests {
                 #expect(!revocations.isEmpty, "the emulator recorded Apple's revocation")
                 try await browser.navigate(to: harness.serverURL + "/admin/audit?user=\(ann)")
                 try await browser.wait(for: "the deletion in the audit log") { _, source in
-                    source.contains("<td>account_deleted</td>") && source.contains("<td>apple_revocation_done</td>")
+                    source.contains("<td>account_deleted</td>")
+                        && source.contains("<td>apple_revocation_confirmed</td>")
                 }
 
                 // The overview counts what happened (every account, the refused sign-in).

@@ -7,7 +7,7 @@ import Logging
 import SiwaTesting
 import Testing
 
-/// The audit log's events (issue 18): each recorded where it happens, with who did it, and never a secret.
+/// The audit log's events: each recorded where it happens, with who did it, and never a secret.
 @Suite("Server: audit log events")
 struct AuditLogTests {
     @Test func logoutAndReuseRecordWhoEndedTheSession() async throws {
@@ -127,9 +127,10 @@ struct AuditLogTests {
                 let ended = try await events(lifecycle.store, .sessionEnded)
                 #expect(ended.count == 2)
                 #expect(ended.allSatisfy { $0.actor == .user && $0.reason == "account_deleted" })
-                let done = try await events(lifecycle.store, .appleRevocationDone)
+                let done = try await events(lifecycle.store, .appleRevocationConfirmed)
                 #expect(done.count == 1)
                 #expect(done.first?.userID == userID)
+                #expect(try await events(lifecycle.store, .appleRevocationDone).isEmpty)
                 #expect(try await events(lifecycle.store, .appleRevocationQueued).isEmpty)
             }
         }
@@ -146,7 +147,7 @@ struct AuditLogTests {
                 #expect(queued.count == 1)
                 #expect(queued.first?.reason?.isEmpty == false)
                 #expect(queued.first?.details["attempts"] == "1")
-                #expect(try await events(lifecycle.store, .appleRevocationDone).isEmpty)
+                #expect(try await events(lifecycle.store, .appleRevocationConfirmed).isEmpty)
             }
         }
     }

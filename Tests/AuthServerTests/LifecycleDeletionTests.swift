@@ -92,7 +92,40 @@ struct LifecycleDeletionTests {
         }
     }
 
+    /// Apple answers 200 to any revocation, one that revoked nothing included (the emulator's `ignore` fault plays
+    /// it): siwa checks with the token itself, keeps the revocation queued while the token still refreshes, and
+    /// records it confirmed only once a refresh grant with it fails.
+    @Test func aRevocationThatDidNotTakeStaysQueuedUntilConfirmed() async throws {
+        try await LifecycleHarness.run { lifecycle in
+            try await lifecycle.withServer { server in
+                let signIn = try await server.signIn("ignored@example.com")
+                let userID = try #require(signIn.json.user.string("id").flatMap(UserID.init))
+                try await server.emulator("/emulator/faults", ["endpoint": "revoke", "mode": "ignore", "count": 1])
+                let deleted = try await server.call(.delete, "/api/me", bearer: signIn.json.string("accessToken"))
+                #expect(deleted.status == .noContent)
+                let queued = try #require(try await pending(lifecycle).first)
+                #expect(queued.userID == userID)
+                #expect(queued.lastError?.contains("still refreshes") == true, "\(queued.lastError ?? "")")
+                let unconfirmed = try await events(lifecycle.store, .appleRevocationQueued)
+                #expect(unconfirmed.map(\.reason) == ["revocation_unconfirmed"])
+                #expect(try await events(lifecycle.store, .appleRevocationConfirmed).isEmpty)
+
+                // The fault is spent: the next attempt revokes, and the refresh grant that follows proves it.
+                lifecycle.clock.advance(by: 31)
+                #expect(try await lifecycle.eventually { try await pending(lifecycle).isEmpty })
+                let confirmed = try await events(lifecycle.store, .appleRevocationConfirmed)
+                #expect(confirmed.map(\.userID) == [userID])
+                #expect(try await lifecycle.emulatorCalls("revoke", outcome: "200") == 1)
+                #expect(try await lifecycle.emulatorCalls("revoke", outcome: "fault: 200, ignored") == 1)
+            }
+        }
+    }
+
     // MARK: Helpers
+
+    private func events(_ store: any AccountStore, _ type: AuditEventType) async throws -> [AuditEvent] {
+        try await store.auditEvents(AuditEventFilter(types: [type]), limit: 100, after: nil).items
+    }
 
     private func queuedRevocationSurvivesARestart(store: any AccountStore) async throws {
         try await LifecycleHarness.run(store: store) { lifecycle in

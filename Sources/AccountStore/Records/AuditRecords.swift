@@ -35,8 +35,12 @@ public enum AuditEventType: String, Sendable, Hashable, CaseIterable, Codable {
     case appleNotificationApplied = "apple_notification_applied"
     /// A notification from Apple that changed nothing (details: `type`; ``AuditEvent/reason``: why).
     case appleNotificationIgnored = "apple_notification_ignored"
-    /// Apple confirmed the revocation of a user's Apple refresh token.
+    /// Apple answered the revocation of a user's Apple refresh token with 200 (written before siwa confirmed
+    /// revocations; ``appleRevocationConfirmed`` since).
     case appleRevocationDone = "apple_revocation_done"
+    /// A user's Apple refresh token was revoked, and a refresh grant with it then answered `invalid_grant`: it is
+    /// really gone (Apple answers 200 to any revocation, one that did nothing included).
+    case appleRevocationConfirmed = "apple_revocation_confirmed"
     /// A revocation at Apple was queued for a later attempt.
     case appleRevocationQueued = "apple_revocation_queued"
     /// The admin role was granted (details: `subject`). ``AccountStore/grantAdmin(_:by:now:)`` records it.

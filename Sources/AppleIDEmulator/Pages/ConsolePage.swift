@@ -180,7 +180,13 @@ enum ConsolePage {
             case nil: state = "off"
             case let fault?:
                 let calls = fault.remaining.map { "the next \($0) call\($0 == 1 ? "" : "s")" } ?? "every call"
-                state = "\(fault.mode == .timeout ? "timeout" : "error (500)") on \(calls)"
+                let mode =
+                    switch fault.mode {
+                    case .timeout: "timeout"
+                    case .ignore: "200, revoking nothing"
+                    case .error, .off: "error (500)"
+                    }
+                state = "\(mode) on \(calls)"
             }
             return """
                 <tr id="fault-\(endpoint)"><td data-label="Endpoint"><code>/auth/\(endpoint)</code></td>\
@@ -190,6 +196,7 @@ enum ConsolePage {
                 <label class="count">Count <input type="number" name="count" min="1" placeholder="all"></label>\
                 <button type="submit" name="mode" value="error">Error</button>\
                 <button type="submit" name="mode" value="timeout">Timeout</button>\
+                \(endpoint == "revoke" ? "<button type=\"submit\" name=\"mode\" value=\"ignore\">Ignore</button>" : "")\
                 <button type="submit" name="mode" value="off">Off</button></form></td></tr>
                 """
         }
@@ -201,8 +208,9 @@ enum ConsolePage {
             <form method="post" action="/console/rotate-keys" id="rotate-keys" class="inline">\
             <button type="submit">Rotate keys</button></form>
             <h2>Faults</h2>
-            <p class="hint">Error answers 500; timeout holds the request past any sensible client timeout. A count \
-            limits the fault to that many calls.</p>
+            <p class="hint">Error answers 500; timeout holds the request past any sensible client timeout; ignore \
+            (revoke only) answers 200 and revokes nothing, as Apple can. A count limits the fault to that many \
+            calls.</p>
             <table class="stack">
             <thead><tr><th>Endpoint</th><th>Fault</th><th>Switch</th></tr></thead>
             <tbody>

@@ -122,6 +122,9 @@ extension AppleIDEmulator {
             await state.log(endpoint, outcome: "fault: timeout")
             try? await Task.sleep(for: .seconds(state.configuration.faultHangDuration))
             return Response(status: .gatewayTimeout)
+        case .ignore?:
+            await state.log(endpoint, outcome: "fault: 200, ignored")
+            return Response(status: .ok)
         case .off?, nil:
             return nil
         }

@@ -56,6 +56,9 @@ extension AppleIDEmulator {
             guard EmulatorFault.endpoints.contains(input.endpoint) else {
                 return try Self.controlError(.invalidRequest("endpoint must be keys, token or revoke"))
             }
+            guard EmulatorFault.endpoints(for: input.mode).contains(input.endpoint) else {
+                return try Self.controlError(.invalidRequest("mode ignore is for the revoke endpoint only"))
+            }
             await state.setFault(endpoint: input.endpoint, mode: input.mode, count: input.count)
             return try Self.json(.ok, ["endpoint": input.endpoint, "mode": input.mode.rawValue])
         }

@@ -8,9 +8,15 @@ struct EmulatorFault: Codable {
         case error
         /// Hold the request past any sensible client timeout.
         case timeout
+        /// `/auth/revoke` only: answer 200 and revoke nothing. Apple answers 200 to anything it is sent, a token it
+        /// does not know included, so a client cannot tell a revocation that took from one that did not.
+        case ignore
         /// Remove the fault.
         case off
     }
+
+    /// The endpoints a mode applies to.
+    static func endpoints(for mode: Mode) -> [String] { mode == .ignore ? ["revoke"] : endpoints }
 
     var mode: Mode
     /// How many calls are still to fail; `nil` for all until turned off.

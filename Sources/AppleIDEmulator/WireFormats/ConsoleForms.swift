@@ -45,8 +45,10 @@ struct ConsoleFaultForm: Decodable {
         guard let endpoint, EmulatorFault.endpoints.contains(endpoint) else {
             throw .invalidRequest("endpoint must be keys, token or revoke")
         }
-        guard let mode = mode.flatMap(EmulatorFault.Mode.init(rawValue:)) else {
-            throw .invalidRequest("mode must be error, timeout or off")
+        guard let mode = mode.flatMap(EmulatorFault.Mode.init(rawValue:)),
+            EmulatorFault.endpoints(for: mode).contains(endpoint)
+        else {
+            throw .invalidRequest("mode must be error, timeout or off (or ignore, for revoke)")
         }
         guard let text = ConsoleSignInForm.present(count) else {
             return FaultRequest(endpoint: endpoint, mode: mode, count: nil)

@@ -145,6 +145,7 @@ struct AdminConsoleController: Sendable {
         let reasons = stats.refusedSignInsByReason.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
         let main =
             "<div class=\"cards\">\(cards)</div>"
+            + (try await revocationsPanel())
             + chart(
                 "Sign-ins per day by channel",
                 channels.isEmpty ? [("sign-ins", stats.newAccounts.map { _ in 0 })] : channels
@@ -405,6 +406,28 @@ struct AdminConsoleController: Sendable {
             <th>Details</th></tr></thead><tbody>\(rows.isEmpty ? "<tr><td colspan=\"5\">No events.</td></tr>" : rows)</tbody></table></div>\(next)
             """
         return self.page("Audit log", .audit, admin, main)
+    }
+
+    /// The Apple revocations not done yet: Apple unreachable or refusing, or a 200 after which the token still
+    /// refreshes (unconfirmed). Nothing when the queue is empty.
+    private func revocationsPanel() async throws -> String {
+        let waiting = try await store.dueAppleRevocations(now: .distantFuture, limit: 20)
+        guard !waiting.isEmpty else { return "" }
+        let rows = waiting.map { pending in
+            """
+            <tr><td><a href="/admin/users/\(pending.userID)"><code>\(pending.userID)</code></a></td>\
+            <td>\(HTMLPage.escape(pending.clientID.rawValue))</td><td>\(pending.attempts)</td>\
+            <td>\(Self.time(pending.nextAttemptAt))</td>\
+            <td>\(HTMLPage.escape(pending.lastError ?? "not tried yet"))</td></tr>
+            """
+        }.joined()
+        return """
+            <section class="panel" id="revocations"><h2>Apple revocations not confirmed</h2>\
+            <p>Deleted accounts whose Apple token is not known to be revoked yet; siwa retries each until a refresh \
+            grant with the token fails\(waiting.count == 20 ? " (the 20 due first)" : "").</p>\
+            <div class="scroll"><table><thead><tr><th>Account</th><th>Client</th><th>Attempts</th>\
+            <th>Next attempt</th><th>Last outcome</th></tr></thead><tbody>\(rows)</tbody></table></div></section>
+            """
     }
 
     // MARK: Formatting

@@ -11,15 +11,17 @@ public import Foundation
 /// Deletes accounts and revokes their Apple refresh tokens at Apple (App Store guideline 5.1.1(v)). Used by
 /// `DELETE /api/me`, `siwa users delete` and the revocation worker.
 ///
-/// The deletion and the queueing of the revocation are one store transaction; the revocation is then tried at once.
+/// The deletion and the queueing of the revocation are one store transaction; the revocation is then tried at once,
+/// and confirmed: Apple answers 200 to any revocation, so a refresh grant with the token must then fail.
 /// When Apple cannot be reached it stays queued and ``AppleRevocationWorker`` retries it with exponential backoff,
 /// also after a restart.
 public struct AccountDeletionService: Sendable {
     /// What happened to the account's Apple token.
     public enum AppleRevocation: Sendable, Equatable {
-        /// Apple confirmed the revocation.
+        /// Revoked, and confirmed: a refresh grant with the token then answered `invalid_grant`.
         case revoked
-        /// Apple could not be reached (or refused): queued, next attempt at `retryAt`.
+        /// Apple could not be reached, refused, or answered 200 while the token still refreshes: queued, next attempt
+        /// at `retryAt`.
         case queued(retryAt: Date, reason: String)
         /// No Apple token was kept for the account.
         case noAppleToken
@@ -125,18 +127,26 @@ public struct AccountDeletionService: Sendable {
                 let token = String(decoding: try sealer.open(pending.encryptedRefreshToken), as: UTF8.self)
                 do {
                     try await apple.revoke(token: token, hint: .refreshToken, clientID: pending.clientID)
-                    do {
-                        try await store.finishAppleRevocation(id: pending.id)
-                    } catch {
-                        logger.warning("removing a done revocation failed", metadata: ["error": "\(error)"])
+                    // Apple answers 200 to any revocation, one that revoked nothing included: only a refresh grant
+                    // that the token now fails shows that it is gone.
+                    switch try await apple.validate(refreshToken: token, clientID: pending.clientID) {
+                    case .revoked:
+                        do {
+                            try await store.finishAppleRevocation(id: pending.id)
+                        } catch {
+                            logger.warning("removing a done revocation failed", metadata: ["error": "\(error)"])
+                        }
+                        await audit.append(
+                            .appleRevocationConfirmed,
+                            userID: pending.userID,
+                            actor: .system,
+                            clientID: pending.clientID
+                        )
+                        return .revoked
+                    case .valid:
+                        failure = "Apple answered the revocation with 200, but the token still refreshes"
+                        failureCode = "revocation_unconfirmed"
                     }
-                    await audit.append(
-                        .appleRevocationDone,
-                        userID: pending.userID,
-                        actor: .system,
-                        clientID: pending.clientID
-                    )
-                    return .revoked
                 } catch {
                     failure = "\(error.code): \(error.reason)"
                     failureCode = AuthServerError.snakeCase(error.code.description)
