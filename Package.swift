@@ -1,4 +1,4 @@
-// swift-tools-version:6.1
+// swift-tools-version:6.2
 import PackageDescription
 
 /// Settings every target shares (see `../shared/STYLE.md`): Swift 6 language mode plus the upcoming features that
@@ -7,6 +7,8 @@ let swiftSettings: [SwiftSetting] = [
     .enableUpcomingFeature("ExistentialAny"),
     .enableUpcomingFeature("MemberImportVisibility"),
     .enableUpcomingFeature("InternalImportsByDefault"),
+    // A fresh build prints no warning of siwa's own, and keeps it so.
+    .treatAllWarnings(as: .error),
 ]
 
 let package = Package(

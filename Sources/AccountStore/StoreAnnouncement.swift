@@ -1,4 +1,4 @@
-public import AppleSignIn
+import AppleSignIn
 
 #if canImport(FoundationEssentials)
 public import FoundationEssentials

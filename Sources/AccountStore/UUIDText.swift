@@ -2,14 +2,14 @@ import AppleSignIn
 import Synchronization
 
 #if canImport(FoundationEssentials)
-public import FoundationEssentials
+package import FoundationEssentials
 #else
-public import Foundation
+package import Foundation
 #endif
 
 /// UUIDs made, written and read on the request path without Foundation's C helpers, which on Linux open, read and
 /// close `/dev/urandom` for every new UUID, and format and parse the text form with `sprintf` and `sscanf` (together
-/// about 4% of a sign-in's CPU, issue 21). ``random()`` makes the same kind of value as Foundation's `UUID()`, and the
+/// about 4% of a sign-in's CPU). ``random()`` makes the same kind of value as Foundation's `UUID()`, and the
 /// text is the same as Foundation's; ``timeOrdered()`` has no Foundation counterpart.
 extension UUID {
     /// A random (version 4, variant 10) UUID from the system's generator (one `getrandom`, no file descriptor).

@@ -6,7 +6,7 @@ import SQLKit
 
 /// Which pool holds a PostgreSQL store's connections. siwa uses ``siwa`` (``SQLConnectionPool``); ``postgresClient``
 /// (postgres-nio's `PostgresClient`) is kept for `siwa-benchmarks store-pools`, which measures both in one run: the
-/// comparison issue 17 asked for, with its numbers in docs/reliability.md.
+/// comparison, with its numbers in docs/reliability.md.
 package enum PostgresPooling: String, Sendable, CaseIterable {
     case siwa
     case postgresClient

@@ -4,9 +4,9 @@ public import Logging
 public import ServiceLifecycle
 
 #if canImport(FoundationEssentials)
-public import FoundationEssentials
+import FoundationEssentials
 #else
-public import Foundation
+import Foundation
 #endif
 
 /// Purges the store's expired rows (server nonces, web states, refresh tokens, revoked sessions, deletion records) and

@@ -136,7 +136,7 @@ struct TransferCommand: AsyncParsableCommand {
                 throw ExitCode(2)
             }
             guard
-                let clientID = options.clientID.map { ClientID($0) } ?? settings.appleIfConfigured?.bundleIDs.first
+                let clientID = options.clientID.map({ ClientID($0) }) ?? settings.appleIfConfigured?.bundleIDs.first
                     ?? settings.appleIfConfigured?.servicesID
             else {
                 Terminal.error("error: SIWA_BUNDLE_IDS: set the app's bundle id (or pass --client-id)")

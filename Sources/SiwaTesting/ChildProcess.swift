@@ -1,7 +1,7 @@
 public import Foundation
 
 #if canImport(Glibc)
-public import Glibc
+import Glibc
 #endif
 
 /// A child process started with `posix_spawn`, for tests that run `siwa`, chromedriver or Python.

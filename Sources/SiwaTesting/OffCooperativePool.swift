@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 
 /// Runs blocking work (waiting for a subprocess, reading its pipes) on a thread of its own and awaits the result, so
 /// that it does not hold one of the few threads of Swift's cooperative pool (two on a 2-core machine): blocking them

@@ -1,4 +1,4 @@
-public import HTTPTypes
+import HTTPTypes
 public import Hummingbird
 import NIOCore
 public import SiwaTokenVerifier

@@ -68,7 +68,7 @@ struct IdentityTokenVerifierTests {
     /// fails one of them fails `verify` with the same error.
     @Test func inspectReportsEveryCheckThatVerifyRuns() async throws {
         let good = try apple.identityToken(claims(nonce: "n-1"))
-        let report = await try verifier().inspect(good, expectedNonce: "n-1")
+        let report = try await verifier().inspect(good, expectedNonce: "n-1")
         #expect(report.checks.map(\.name) == IdentityTokenVerifier.identityTokenCheckNames)
         #expect(report.passed)
         #expect(
@@ -86,7 +86,7 @@ struct IdentityTokenVerifierTests {
             ("claims", good, "another nonce"),
         ]
         for (check, token, nonce) in failing {
-            let inspection = await try verifier().inspect(token, expectedNonce: nonce)
+            let inspection = try await verifier().inspect(token, expectedNonce: nonce)
             #expect(inspection.checks.map(\.name) == IdentityTokenVerifier.identityTokenCheckNames, "\(check)")
             #expect(inspection.checks.filter { !$0.passed }.map(\.name) == [check], "\(check)")
             let expected = try #require(

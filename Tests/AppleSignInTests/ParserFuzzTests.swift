@@ -48,7 +48,7 @@ struct ParserFuzzTests {
                 let mutated = random.mutate(original, dictionary: Self.tokenDictionary)
                 guard mutated != original else { continue }
                 let token = String(decoding: mutated, as: UTF8.self)
-                try await timed("token \(index) round \(round)") {
+                await timed("token \(index) round \(round)") {
                     do {
                         _ = try await verifier.verify(token)
                         Issue.record("a mutated token verified (seed \(Self.seed), token \(index), round \(round))")
@@ -67,14 +67,14 @@ struct ParserFuzzTests {
         let verifier = try realVerifier(aud: fixture.aud, at: fixture.iat + 1)
         for round in 0..<2_000 {
             let token = random.junkToken()
-            try await timed("junk token \(round)") {
+            await timed("junk token \(round)") {
                 await #expect(throws: AppleSignInError.self) { try await verifier.verify(token) }
                 _ = await verifier.inspect(token)
             }
         }
         for size in [16 * 1024, 16 * 1024 + 1, 1 << 20] {  // the limit is 16 KiB
             let token = String(repeating: "A", count: size / 3) + "." + String(repeating: "B", count: size / 3) + ".C"
-            try await timed("token of \(size) bytes") {
+            await timed("token of \(size) bytes") {
                 await #expect(throws: AppleSignInError.malformed) { try await verifier.verify(token) }
             }
         }
@@ -92,7 +92,7 @@ struct ParserFuzzTests {
         for round in 0..<150 {
             let claims = random.hostileClaims(now: 1_750_000_000)
             let token = try apple.sign(headerJSON: #"{"kid":"test-key-1","alg":"RS256"}"#, claimsJSON: claims)
-            try await timed("signed claims \(round): \(claims.prefix(200))") {
+            await timed("signed claims \(round): \(claims.prefix(200))") {
                 _ = try? await verifier.verify(token)
                 _ = await verifier.inspect(token, expectedNonce: "nonce")
                 let body = Array(#"{"payload":"\#(token)"}"#.utf8)
@@ -107,7 +107,7 @@ struct ParserFuzzTests {
                     #"{"iss":"https://appleid.apple.com","aud":"com.example.app","sub":"001234.a.1","#
                     + #"\#(other),"\#(claim)":\#(number)}"#
                 let token = try apple.sign(headerJSON: #"{"kid":"test-key-1","alg":"RS256"}"#, claimsJSON: claims)
-                try await timed("\(claim)=\(number.prefix(40))") {
+                await timed("\(claim)=\(number.prefix(40))") {
                     _ = try? await verifier.verify(token)
                     _ = await verifier.inspect(token)
                 }
@@ -125,7 +125,7 @@ struct ParserFuzzTests {
             var claims = Array(random.hostileClaims(now: Int(fixture.iat)).utf8)
             if random.chance(2) { claims = random.mutate(claims, dictionary: Self.jsonDictionary) }
             let token = parts[0] + "." + Base64URL.encode(claims) + "." + parts[2]
-            try await timed("claims round \(round)") {
+            await timed("claims round \(round)") {
                 await #expect(throws: AppleSignInError.self) { try await verifier.verify(token) }
                 _ = await verifier.inspect(token, expectedNonce: "nonce")
             }
@@ -144,7 +144,7 @@ struct ParserFuzzTests {
                 let body =
                     random.chance(4)
                     ? Array(random.junkJSON().utf8) : random.mutate(fixture.body, dictionary: Self.jsonDictionary)
-                try await timed("notification \(index) round \(round)") {
+                await timed("notification \(index) round \(round)") {
                     guard let notification = try? await verifier.verifyNotification(body: body) else { return }
                     // Only changes outside the signed payload (white space, extra members) may still verify.
                     #expect(notification.aud.rawValue == fixture.aud)

@@ -303,7 +303,7 @@ import Testing
         #expect(census.count(DataKeyID(of: new)) == 6 && census.count(DataKeyID(of: old)) == 0)
         #expect(census.withoutKeyID.isEmpty)
         for (userID, token) in tokens {
-            let stored = try #require(try await store.appleToken(userID: userID))
+            let stored = try #require(await store.appleToken(userID: userID))
             #expect(try DataSealer(key: new).open(stored.encryptedRefreshToken) == Array(token.utf8))
         }
         let again = try await resealer.reseal(batchSize: 2)

@@ -584,7 +584,7 @@ struct HostileInputTests {
         var head = "\(request.method.rawValue) \(request.path) HTTP/1.1\r\nHost: 127.0.0.1\r\n"
         for field in request.headers { head += "\(field.name.rawName): \(field.value)\r\n" }
         let bytes = Array((head + "Content-Length: \(request.body?.count ?? 0)\r\n\r\n").utf8) + (request.body ?? [])
-        try await offCooperativePool { connection.send(bytes) }
+        _ = try await offCooperativePool { connection.send(bytes) }
         let answer = try await connection.readUntilClosed(timeout: .seconds(5))
         let text = String(decoding: answer.bytes, as: UTF8.self)
         #expect(text.hasPrefix("HTTP/1.1 400"), "\(request): \(text.prefix(200))")

@@ -24,7 +24,7 @@ struct HousekeepingTests {
             expiresAt: clock.now.addingTimeInterval(86_400)
         )
         try await store.createSession(firstToken: revoked, now: clock.now)
-        try await store.revokeSession(revoked.sessionID, now: clock.now)
+        _ = await store.revokeSession(revoked.sessionID, now: clock.now)
         try await store.saveServerNonce(
             hash: Array(repeating: 2, count: 32),
             expiresAt: clock.now.addingTimeInterval(60)
@@ -40,10 +40,10 @@ struct HousekeepingTests {
         let group = ServiceGroup(services: [housekeeping], logger: Logger(label: "test"))
         try await withThrowingTaskGroup(of: Void.self) { tasks in
             tasks.addTask { try await group.run() }
-            var remaining = try await store.checkRefreshToken(presentedHash: revoked.hash, now: clock.now)
+            var remaining = await store.checkRefreshToken(presentedHash: revoked.hash, now: clock.now)
             for _ in 0..<100 where remaining != .notFound {
                 try await Task.sleep(for: .milliseconds(20))
-                remaining = try await store.checkRefreshToken(presentedHash: revoked.hash, now: clock.now)
+                remaining = await store.checkRefreshToken(presentedHash: revoked.hash, now: clock.now)
             }
             #expect(remaining == .notFound, "the revoked session's token was purged by the running service")
             await group.triggerGracefulShutdown()
@@ -51,7 +51,7 @@ struct HousekeepingTests {
         }
         let again = try await housekeeping.purge()
         #expect(again.total == 0, "everything expired is already gone")
-        #expect(try await store.user(id: user.id) != nil, "accounts are never purged")
+        #expect(await store.user(id: user.id) != nil, "accounts are never purged")
     }
 
     /// Each purge deletes the audit events older than the retention and keeps the newer ones.

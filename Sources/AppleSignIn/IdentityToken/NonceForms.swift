@@ -1,4 +1,4 @@
-public import Crypto
+import Crypto
 
 /// The two forms a nonce takes in an identity token, in one place: apps pass Apple either the raw nonce or its
 /// SHA-256 as lower-case hex (Apple's sample code does the latter), and the token carries whichever Apple was given.

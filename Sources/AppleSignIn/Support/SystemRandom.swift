@@ -8,7 +8,7 @@ import Darwin
 
 /// Bytes from the system's cryptographically secure generator, up to 256 in one call of `getentropy` (one `getrandom`
 /// system call on Linux). `SystemRandomNumberGenerator` makes one system call per eight bytes: a 32-byte token took
-/// four calls and 1.58 µs, and takes one and 0.43 µs (one core, issue 21).
+/// four calls and 1.58 µs, and takes one and 0.43 µs (one core).
 package enum SystemRandom {
     /// Fills `buffer` with random bytes.
     package static func fill(_ buffer: UnsafeMutableRawBufferPointer) {

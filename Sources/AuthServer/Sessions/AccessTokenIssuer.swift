@@ -1,15 +1,15 @@
 public import AccountStore
 public import AppleSignIn
-public import Crypto
+import Crypto
 import CryptoExtras
 import Dispatch
 import HTTPTypes
 import Synchronization
 
 #if canImport(FoundationEssentials)
-public import FoundationEssentials
+import FoundationEssentials
 #else
-public import Foundation
+import Foundation
 #endif
 
 /// Signs and verifies siwa's access tokens: ES256 JWTs with `kid`, `iss`, `aud`, `sub`, `sid`, `iat`, `exp`, `jti`.

@@ -2,7 +2,7 @@ import AccountStore
 import AppleSignIn
 import Logging
 
-/// Appends events to the store's audit log (issue 18) for the services that do what they record: sessions ended,
+/// Appends events to the store's audit log for the services that do what they record: sessions ended,
 /// sign-ins refused, refresh-token reuse, accounts disabled, enabled and deleted, Apple's notifications and
 /// revocations, team-transfer steps. (A sign-in that starts a session is recorded by the store itself.)
 ///

@@ -1,7 +1,7 @@
 public import AccountStore
-public import AppleSignIn
+import AppleSignIn
 import Crypto
-public import Logging
+import Logging
 
 #if canImport(FoundationEssentials)
 import FoundationEssentials

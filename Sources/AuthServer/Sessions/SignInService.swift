@@ -1,10 +1,10 @@
-public import AccountStore
-public import AppleSignIn
+import AccountStore
+import AppleSignIn
 import Crypto
 import Foundation
 import HTTPTypes
-public import Logging
-public import NIOCore
+import Logging
+import NIOCore
 
 /// Turns a verified Apple sign-in into a siwa account and session. Shared by the native, web and compatibility
 /// routes, so that there is one implementation of sign-in.

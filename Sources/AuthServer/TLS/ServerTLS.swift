@@ -1,9 +1,9 @@
-public import Foundation
+import Foundation
 import HummingbirdCore
 public import Logging
 import NIOConcurrencyHelpers
-public import NIOCore
-public import NIOSSL
+import NIOCore
+import NIOSSL
 public import ServiceLifecycle
 
 /// The server's own TLS: a certificate chain and key read from PEM files, TLS 1.2 and newer, read again when the files
