@@ -6,11 +6,11 @@ import AuthServer
 import Foundation
 import Logging
 
-/// `siwa doctor`: checks a configuration without calling Apple, and says what to change.
+/// `siwa doctor`: checks a configuration, with `--apple` also live at Apple, and says what to change.
 struct DoctorCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "doctor",
-        abstract: "Check siwa's settings without calling Apple: each finding says what to change.",
+        abstract: "Check siwa's settings (with --apple, live at Apple): each finding says what to change.",
         discussion: """
             Reads the settings exactly as siwa serve does (SIWA_* variables, <VARIABLE>_FILE secret files, a .env \
             file, --config FILE), then checks each, and whether the data keys open what the database holds sealed \
@@ -19,8 +19,14 @@ struct DoctorCommand: AsyncParsableCommand {
             say), 2 when the settings cannot be read at all. --reference prints every setting \
             (docs/configuration.md).
 
+            --apple also calls Apple (or the emulator SIWA_APPLE_BASE_URL names): for each client id it sends a \
+            client secret with an authorization code that cannot be valid, and reports whether Apple accepts the \
+            secret (invalid_grant) or refuses it (invalid_client, with the likely cause); it fetches Apple's keys and \
+            compares the clocks. A refusal exits 3. The secret and the key are never printed.
+
             Example:
               siwa doctor --config siwa.json
+              siwa doctor --apple
             """
     )
 
@@ -32,6 +38,11 @@ struct DoctorCommand: AsyncParsableCommand {
 
     @Flag(help: "Print the reference of every setting as Markdown and exit.")
     var reference = false
+
+    @Flag(
+        help: "Also check the Apple credentials live: one call per client id to Apple's token endpoint, and its keys."
+    )
+    var apple = false
 
     /// One check's result.
     struct Finding: Encodable {
@@ -71,7 +82,16 @@ struct DoctorCommand: AsyncParsableCommand {
             Terminal.report(.invalidConfiguration(problem.variable, problem.fix), json: json)
             throw ExitCode(2)
         }
-        let findings = await Self.review(source, for: .doctor)
+        var findings = await Self.review(source, for: .doctor)
+        if apple {
+            let settings = try? ServerSettings.load(
+                from: source,
+                createsDataKey: false,
+                purpose: .database,
+                refusesUnknownKeys: false
+            )
+            findings += await Self.checkApple(settings, environment: Self.environment(of: source))
+        }
         let serveRefuses = findings.contains { $0.refuses == true }
         if json {
             struct Report: Encodable {
@@ -123,11 +143,7 @@ struct DoctorCommand: AsyncParsableCommand {
     /// Every finding about the settings `source` holds: what `siwa doctor` prints, and what `siwa serve` refuses or
     /// warns about at start, so that the two cannot disagree.
     static func review(_ source: SettingsSource, for reader: Reader) async -> [Finding] {
-        // The checks look at the settings as serve resolved them, wherever each came from.
-        var environment: [String: String] = [:]
-        for variable in SettingsCatalog.byVariable.keys {
-            if let value = source.value(variable) { environment[variable] = value }
-        }
+        let environment = Self.environment(of: source)
         var findings = Self.check(environment)
         if reader == .doctor { findings.append(Self.checkServeReads(source)) }
         let allowsUnknown =
@@ -188,6 +204,15 @@ struct DoctorCommand: AsyncParsableCommand {
             }
         }
         return findings
+    }
+
+    /// The settings as serve resolved them, wherever each came from, by variable: what the checks look at.
+    static func environment(of source: SettingsSource) -> [String: String] {
+        var environment: [String: String] = [:]
+        for variable in SettingsCatalog.byVariable.keys {
+            if let value = source.value(variable) { environment[variable] = value }
+        }
+        return environment
     }
 
     /// The folder of the data-key file when the file does not exist yet: serve creates the key, not its folder, and

@@ -158,18 +158,14 @@ extension AppleAPIClient {
             timeout: retryPolicy.timeout,
             logger: logger
         )
-        let status = answer.response.status
-        guard status.kind == .successful else {
-            if status == .unauthorized {
-                throw AppleSignInError(
-                    .unauthorizedClient,
-                    "Apple refused the user-migration access token of '\(clientID)' at \(path); check that the team "
-                        + "may transfer apps"
-                )
-            }
-            throw AppleHTTP.error(from: answer, path: path, clientID: clientID)
+        return try observed(answer, call: .migration, path: path, clientID: clientID) { answer in
+            guard answer.response.status == .unauthorized else { return nil }
+            return AppleSignInError(
+                .unauthorizedClient,
+                "Apple refused the user-migration access token of '\(clientID)' at \(path); check that the team "
+                    + "may transfer apps"
+            )
         }
-        return answer
     }
 }
 

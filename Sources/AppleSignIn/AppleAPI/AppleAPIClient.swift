@@ -13,6 +13,8 @@ public struct AppleAPIClient: Sendable {
     let clientSecrets: ClientSecretFactory
     let retryPolicy: RetryPolicy
     let logger: Logger
+    /// Told of every answer Apple gives (a server's credential health, the doctor's clock check).
+    let observer: (any AppleAPICallObserver)?
     /// Team-transfer access tokens, shared by the copies of this client (`AppleAPIClient+Migration.swift`).
     let migrationTokens = MigrationAccessTokenCache()
 
@@ -23,14 +25,17 @@ public struct AppleAPIClient: Sendable {
     ///   - clientSecrets: signs the client secrets.
     ///   - retryPolicy: retries and per-attempt timeout.
     ///   - logger: debug-level events; never tokens or secrets.
+    ///   - observer: told of every answer Apple gives, after retries.
     public init(
         configuration: AppleSignInConfiguration,
         transport: any HTTPTransport,
         verifier: IdentityTokenVerifier,
         clientSecrets: ClientSecretFactory,
         retryPolicy: RetryPolicy = RetryPolicy(),
-        logger: Logger = Logger(label: "siwa.apple-api")
+        logger: Logger = Logger(label: "siwa.apple-api"),
+        observer: (any AppleAPICallObserver)? = nil
     ) {
+        self.observer = observer
         self.configuration = configuration
         self.transport = transport
         self.verifier = verifier
@@ -71,7 +76,13 @@ public struct AppleAPIClient: Sendable {
             }
             fields.append(("redirect_uri", redirectURI))
         }
-        let answer = try await post("/auth/token", fields: fields, clientID: clientID, retry: .once)
+        let answer = try await post(
+            "/auth/token",
+            fields: fields,
+            call: .exchange,
+            clientID: clientID,
+            retry: .once
+        )
         var response = try AppleTokenResponse(json: answer.body)
         if let idToken = response.idToken {
             response.verifiedIDToken = try await verifier.verify(idToken)
@@ -117,7 +128,13 @@ public struct AppleAPIClient: Sendable {
             ("client_secret", clientSecrets.secret(for: clientID).token),
         ]
         do {
-            let answer = try await post("/auth/token", fields: fields, clientID: clientID, retry: retryPolicy)
+            let answer = try await post(
+                "/auth/token",
+                fields: fields,
+                call: .validate,
+                clientID: clientID,
+                retry: retryPolicy
+            )
             return .valid(try AppleTokenResponse(json: answer.body))
         } catch  where error.code == .invalidGrant {
             return .revoked
@@ -142,13 +159,14 @@ public struct AppleAPIClient: Sendable {
             ("token", token),
             ("token_type_hint", hint.rawValue),
         ]
-        _ = try await post("/auth/revoke", fields: fields, clientID: clientID, retry: retryPolicy)
+        _ = try await post("/auth/revoke", fields: fields, call: .revoke, clientID: clientID, retry: retryPolicy)
         logger.debug("revoked token at Apple", metadata: ["client_id": "\(clientID)", "hint": "\(hint.rawValue)"])
     }
 
     private func post(
         _ path: String,
         fields: [(String, String)],
+        call: AppleAPIAnswer.Call,
         clientID: ClientID,
         retry: RetryPolicy
     )
@@ -172,9 +190,24 @@ public struct AppleAPIClient: Sendable {
             timeout: retry.timeout,
             logger: logger
         )
-        guard answer.response.status.kind == .successful else {
-            throw AppleHTTP.error(from: answer, path: path, clientID: clientID)
-        }
+        return try observed(answer, call: call, path: path, clientID: clientID)
+    }
+
+    /// Tells the observer what Apple answered, then returns a success or throws the error it became.
+    func observed(
+        _ answer: HTTPTransportResponse,
+        call: AppleAPIAnswer.Call,
+        path: String,
+        clientID: ClientID,
+        error makeError: (HTTPTransportResponse) -> AppleSignInError? = { _ in nil }
+    ) throws(AppleSignInError) -> HTTPTransportResponse {
+        let error =
+            answer.response.status.kind == .successful
+            ? nil : makeError(answer) ?? AppleHTTP.error(from: answer, path: path, clientID: clientID)
+        observer?.observe(
+            AppleAPIAnswer(call: call, clientID: clientID, error: error, date: answer.response.headerFields[.date])
+        )
+        if let error { throw error }
         return answer
     }
 }

@@ -690,10 +690,12 @@ struct ServerSettings {
 extension ServerSettings {
     /// The team's Apple client (code exchange, validation, revocation, team transfer) for the operator commands;
     /// `nil` without credentials.
+    /// - Parameter observer: told of Apple's answers (`siwa doctor --apple` reads Apple's clock from them).
     func makeAppleClient(
         transport: any HTTPTransport,
         clock: any WallClock = SystemWallClock(),
-        logger: Logger
+        logger: Logger,
+        observer: (any AppleAPICallObserver)? = nil
     ) -> AppleAPIClient? {
         guard let apple = appleIfConfigured else { return nil }
         return apple.credentials.map { credentials in
@@ -718,7 +720,8 @@ extension ServerSettings {
                     lifetime: apple.clientSecretLifetime,
                     clock: clock
                 ),
-                logger: logger
+                logger: logger,
+                observer: observer
             )
         }
     }
