@@ -164,6 +164,34 @@ struct LifecycleTests {
         }
     }
 
+    /// A key revoked in the developer portal: Apple refuses every client secret with a bare `invalid_client` until the
+    /// fault is turned off, and the code the refused call carried is still unused.
+    @Test func invalidClientFaultRefusesAsARevokedKeyDoes() async throws {
+        try await EmulatorHarness.run { emulator in
+            let credential = try await emulator.nativeSignIn("revoked-key@example.com")
+            let token = try await emulator.verifier().verify(try #require(credential["identityToken"] as? String))
+            let code = try #require(credential["authorizationCode"] as? String)
+            let apple = try emulator.client()
+            _ = try await emulator.control("faults", ["endpoint": "token", "mode": "invalid_client"])
+            await #expect(throws: AppleSignInError.invalidClient) { try await apple.exchange(code: code, for: token) }
+            _ = try await emulator.control("faults", ["endpoint": "token", "mode": "off"])
+            let tokens = try await apple.exchange(code: code, for: token)
+
+            _ = try await emulator.control("faults", ["endpoint": "revoke", "mode": "invalid_client", "count": 1])
+            let refreshToken = try #require(tokens.refreshToken)
+            await #expect(throws: AppleSignInError.invalidClient) {
+                try await apple.revoke(token: refreshToken, clientID: token.aud)
+            }
+            try await apple.revoke(token: refreshToken, clientID: token.aud)
+            let log = try await emulator.log()
+            #expect(
+                log.contains {
+                    $0["outcome"] as? String == "fault: invalid_client" && $0["endpoint"] as? String == "revoke"
+                }
+            )
+        }
+    }
+
     @Test func teamTransferMapsUsersToTheReceivingTeam() async throws {
         try await EmulatorHarness.run { emulator in
             let credential = try await emulator.nativeSignIn("moving@example.com", hideEmail: true)

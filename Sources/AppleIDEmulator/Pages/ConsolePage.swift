@@ -173,6 +173,9 @@ enum ConsolePage {
             """
     }
 
+    private static let invalidClientButton =
+        "<button type=\"submit\" name=\"mode\" value=\"invalid_client\">invalid_client</button>"
+
     private static func keySection(_ model: Model) -> String {
         let rows = EmulatorFault.endpoints.map { endpoint in
             let state: String
@@ -184,6 +187,7 @@ enum ConsolePage {
                     switch fault.mode {
                     case .timeout: "timeout"
                     case .ignore: "200, revoking nothing"
+                    case .invalidClient: "invalid_client"
                     case .error, .off: "error (500)"
                     }
                 state = "\(mode) on \(calls)"
@@ -196,6 +200,7 @@ enum ConsolePage {
                 <label class="count">Count <input type="number" name="count" min="1" placeholder="all"></label>\
                 <button type="submit" name="mode" value="error">Error</button>\
                 <button type="submit" name="mode" value="timeout">Timeout</button>\
+                \(EmulatorFault.endpoints(for: .invalidClient).contains(endpoint) ? Self.invalidClientButton : "")\
                 \(endpoint == "revoke" ? "<button type=\"submit\" name=\"mode\" value=\"ignore\">Ignore</button>" : "")\
                 <button type="submit" name="mode" value="off">Off</button></form></td></tr>
                 """
@@ -208,9 +213,9 @@ enum ConsolePage {
             <form method="post" action="/console/rotate-keys" id="rotate-keys" class="inline">\
             <button type="submit">Rotate keys</button></form>
             <h2>Faults</h2>
-            <p class="hint">Error answers 500; timeout holds the request past any sensible client timeout; ignore \
-            (revoke only) answers 200 and revokes nothing, as Apple can. A count limits the fault to that many \
-            calls.</p>
+            <p class="hint">Error answers 500; timeout holds the request past any sensible client timeout; \
+            invalid_client answers as Apple does once the team's key is revoked; ignore (revoke only) answers 200 and \
+            revokes nothing, as Apple can. A count limits the fault to that many calls.</p>
             <table class="stack">
             <thead><tr><th>Endpoint</th><th>Fault</th><th>Switch</th></tr></thead>
             <tbody>

@@ -125,6 +125,9 @@ extension AppleIDEmulator {
         case .ignore?:
             await state.log(endpoint, outcome: "fault: 200, ignored")
             return Response(status: .ok)
+        case .invalidClient?:
+            await state.log(endpoint, outcome: "fault: invalid_client")
+            return try? Self.appleError(.refusedClient("fault: the team's key is revoked"))
         case .off?, nil:
             return nil
         }

@@ -48,7 +48,7 @@ struct ConsoleFaultForm: Decodable {
         guard let mode = mode.flatMap(EmulatorFault.Mode.init(rawValue:)),
             EmulatorFault.endpoints(for: mode).contains(endpoint)
         else {
-            throw .invalidRequest("mode must be error, timeout or off (or ignore, for revoke)")
+            throw .invalidRequest("mode must be error, timeout, invalid_client or off (or ignore, for revoke)")
         }
         guard let text = ConsoleSignInForm.present(count) else {
             return FaultRequest(endpoint: endpoint, mode: mode, count: nil)
