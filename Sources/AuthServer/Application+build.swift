@@ -86,6 +86,8 @@ func assembleApplication(
         logger: logger
     )
     let verifier = IdentityTokenVerifier(configuration: apple, keys: keys, clock: clock)
+    // Every Apple call below reports its answer here: the first invalid_client is raised at once.
+    let appleHealth = AppleCredentialHealth(metrics: metrics, clock: clock, logger: logger)
     let appleClient = apple.credentials.map { credentials in
         AppleAPIClient(
             configuration: apple,
@@ -96,7 +98,8 @@ func assembleApplication(
                 lifetime: apple.clientSecretLifetime,
                 clock: clock
             ),
-            logger: logger
+            logger: logger,
+            observer: appleHealth
         )
     }
     let issuer = try await AccessTokenIssuer(configuration: configuration, store: store, sealer: sealer, clock: clock)
@@ -225,6 +228,11 @@ func assembleApplication(
         store: store,
         actions: adminActions,
         formTokens: FormToken(dataKey: sealer.keys.primary.key, purpose: .adminForms),
+        keys: AdminConsoleController.Keys(
+            appleHealth: appleHealth,
+            appleCredentialsConfigured: appleClient != nil,
+            sealer: sealer
+        ),
         clock: clock
     ).addRoutes(to: routes)
 
@@ -255,7 +263,19 @@ func assembleApplication(
     routes.get("/readyz", access: .open) { _, _ -> Response in
         do {
             try await store.ping()
-            return Response(status: .ok)
+            // Still ready while Apple refuses the client secret: sign-ins verify without it.
+            return Response(
+                status: .ok,
+                headers: [.contentType: "application/json", .cacheControl: "no-store"],
+                body: .init(
+                    byteBuffer: ByteBuffer(
+                        bytes: ReadinessDetail(
+                            appleHealth: appleHealth,
+                            appleCredentialsConfigured: appleClient != nil
+                        ).json
+                    )
+                )
+            )
         } catch {
             throw AuthServerError(
                 .serviceUnavailable,

@@ -494,10 +494,69 @@ enum OpenAPIDocument {
         "tags": [
           "canonical"
         ],
-        "summary": "Readiness: 200 while the database answers",
+        "summary": "Readiness: 200 while the database answers, with whether Apple accepts siwa's client secret",
         "responses": {
           "200": {
-            "description": "Ready (no body)."
+            "description": "Ready. `appleCredentials.state` is `failing` while Apple refuses siwa's client secret (`invalid_client`) for a client id, from the first refused call until Apple accepts a call for it again; the instance stays ready, since sign-ins verify without the secret.",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "type": "object",
+                  "required": [
+                    "status",
+                    "appleCredentials"
+                  ],
+                  "additionalProperties": false,
+                  "properties": {
+                    "status": {
+                      "type": "string",
+                      "enum": [
+                        "ready"
+                      ]
+                    },
+                    "appleCredentials": {
+                      "type": "object",
+                      "required": [
+                        "state"
+                      ],
+                      "additionalProperties": false,
+                      "properties": {
+                        "state": {
+                          "type": "string",
+                          "enum": [
+                            "ok",
+                            "failing",
+                            "not_configured"
+                          ]
+                        },
+                        "since": {
+                          "type": "string",
+                          "format": "date-time",
+                          "description": "When Apple first refused (while failing)."
+                        },
+                        "call": {
+                          "type": "string",
+                          "enum": [
+                            "exchange",
+                            "validate",
+                            "revoke",
+                            "migration"
+                          ],
+                          "description": "The call Apple refused first."
+                        },
+                        "clientIds": {
+                          "type": "array",
+                          "items": {
+                            "type": "string"
+                          },
+                          "description": "Every client id Apple refuses now."
+                        }
+                      }
+                    }
+                  }
+                }
+              }
+            }
           },
           "503": {
             "$ref": "#/components/responses/Unavailable"

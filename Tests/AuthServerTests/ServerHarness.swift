@@ -60,6 +60,7 @@ struct ServerHarness: Sendable {
     ///   - tls: with `web`, the server serves https itself (``ServerHarness/server`` then cannot reach it; drive it with
     ///     a browser or curl).
     ///   - metrics: run the metrics listener on a free port (``metrics(_:)`` calls it).
+    ///   - appleKeyID: the key id the server's client secrets name (another than ``keyID``: Apple refuses them).
     static func run(
         store: any AccountStore = InMemoryAccountStore(),
         configuration: AuthServerConfiguration = AuthServerConfiguration(
@@ -73,6 +74,7 @@ struct ServerHarness: Sendable {
         tls: ServerTLS? = nil,
         keepsIdleTimeout: Bool = false,
         metrics: Bool = false,
+        appleKeyID: String = keyID,
         adjust: (@Sendable (inout AuthServerConfiguration) -> Void)? = nil,
         logger: Logger = Logger(label: "siwa"),
         _ body: @escaping @Sendable (ServerHarness) async throws -> Void
@@ -107,7 +109,7 @@ struct ServerHarness: Sendable {
                 servicesID: servicesIDConfigured ? ClientID(servicesID) : nil,
                 credentials: ClientSecretCredentials(
                     teamID: try TeamID(teamID),
-                    keyID: try KeyID(keyID),
+                    keyID: try KeyID(appleKeyID),
                     key: AppleDeveloperKey(privateKey: teamKey)
                 ),
                 appleBaseURL: try AppleBaseURL(emulatorURL)

@@ -15,7 +15,18 @@ struct AdminConsoleController: Sendable {
     let store: any AccountStore
     let actions: AdminActions
     let formTokens: FormToken
+    let keys: Keys
     let clock: any WallClock
+
+    /// What the console says of siwa's keys and Apple credentials: the overview's panel, and the banner on every
+    /// page while Apple refuses siwa's client secret.
+    struct Keys: Sendable {
+        let appleHealth: AppleCredentialHealth
+        /// Whether siwa has Apple credentials at all.
+        let appleCredentialsConfigured: Bool
+        /// The data keys and where they come from.
+        let sealer: DataSealer
+    }
 
     /// An admin's session (a cookie, or a bearer token); a browser without one is sent through the sign-in, any other
     /// refusal is a page that says why.
@@ -117,7 +128,14 @@ struct AdminConsoleController: Sendable {
     )
         -> Response
     {
-        AdminPage(title: title, section: section, signedInAs: Self.name(admin), main: main).response()
+        AdminPage(
+            title: title,
+            section: section,
+            signedInAs: Self.name(admin),
+            banner: Self.appleBanner(keys.appleHealth.failing),
+            main: main
+        )
+        .response()
     }
 
     // MARK: Pages
@@ -143,8 +161,9 @@ struct AdminConsoleController: Sendable {
         }
         let channels = stats.signInsByChannel.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
         let reasons = stats.refusedSignInsByReason.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
+        let keysPanel = try await keysPanel()
         let main =
-            "<div class=\"cards\">\(cards)</div>"
+            "<div class=\"cards\">\(cards)</div>" + keysPanel
             + (try await revocationsPanel())
             + chart(
                 "Sign-ins per day by channel",
@@ -427,6 +446,63 @@ struct AdminConsoleController: Sendable {
             grant with the token fails\(waiting.count == 20 ? " (the 20 due first)" : "").</p>\
             <div class="scroll"><table><thead><tr><th>Account</th><th>Client</th><th>Attempts</th>\
             <th>Next attempt</th><th>Last outcome</th></tr></thead><tbody>\(rows)</tbody></table></div></section>
+            """
+    }
+
+    // MARK: Keys and credentials
+
+    /// The banner of every page while Apple refuses siwa's client secret, with what to do; `nil` otherwise.
+    static func appleBanner(_ failing: [AppleCredentialHealth.Refusal]) -> String? {
+        guard let first = failing.first else { return nil }
+        let clients = failing.map { "<code>\(HTMLPage.escape($0.clientID.rawValue))</code>" }.joined(separator: ", ")
+        return """
+            <p class="notice error" id="apple-credentials-failing" role="alert"><strong>Apple refuses siwa's client \
+            secret</strong> (<code>invalid_client</code> since \(time(first.since)), first at \
+            <code>\(first.call.rawValue)</code>) for \(clients): code exchanges, token validations and revocations \
+            fail until it is fixed. Check <code>SIWA_KEY_ID</code> and the <code>.p8</code> key under Keys in the \
+            Apple developer portal (a revoked key fails this way) and <code>SIWA_TEAM_ID</code>, then run \
+            <code>siwa doctor --apple</code>.</p>
+            """
+    }
+
+    /// The overview's panel: whether Apple accepts siwa's client secret, and the age of siwa's signing key and of the
+    /// data key.
+    private func keysPanel() async throws -> String {
+        let now = clock.now
+        func age(_ date: Date) -> String {
+            let days = Int(now.timeIntervalSince(date) / 86_400)
+            return "\(Self.time(date)) (\(days <= 0 ? "today" : days == 1 ? "1 day ago" : "\(days) days ago"))"
+        }
+        let apple: String
+        if !keys.appleCredentialsConfigured {
+            apple = "<span class=\"badge muted\">not configured</span> no team, key id or key: no code exchange"
+        } else if let first = keys.appleHealth.failing.first {
+            apple =
+                "<span class=\"badge warn\">refused</span> <code>invalid_client</code> since \(Self.time(first.since))"
+        } else {
+            apple =
+                "<span class=\"badge\">accepted</span> no <code>invalid_client</code> from Apple since the last success"
+        }
+        let signing: String
+        if let current = try await store.signingKeys().last(where: { $0.retiredAt == nil }) {
+            signing = "<code>\(HTMLPage.escape(current.kid))</code>, created \(age(current.createdAt))"
+        } else {
+            signing = "none yet"
+        }
+        let dataKeyAge: String
+        switch keys.sealer.source {
+        case .file(let path):
+            dataKeyAge =
+                FileStamp(path).map { "its key file last changed \(age($0.modified))" } ?? "its key file cannot be read"
+        case .setting(let name):
+            dataKeyAge = "set by <code>\(HTMLPage.escape(name))</code>: its age is not known"
+        }
+        return """
+            <section class="panel" id="keys"><h2>Keys and credentials</h2><dl>\
+            <dt>Apple credentials</dt><dd id="apple-credentials">\(apple)</dd>\
+            <dt>siwa's signing key</dt><dd id="signing-key">\(signing)</dd>\
+            <dt>Data key</dt><dd id="data-key"><code>\(keys.sealer.keys.primary.id)</code>; \(dataKeyAge)</dd>\
+            </dl></section>
             """
     }
 

@@ -40,6 +40,8 @@ struct AdminPage {
     var section: Section?
     /// Who is signed in, as shown in the header (already a display name, escaped here).
     var signedInAs: String?
+    /// A notice above the page's content, on every page (Apple refusing siwa's client secret), already escaped.
+    var banner: String? = nil
     /// Markup of `<main>`, already escaped.
     var main: String
 
@@ -64,7 +66,7 @@ struct AdminPage {
             <header><a class="brand" href="/admin">siwa console</a><nav aria-label="Sections">\(navigation)</nav>\(who)\
             </header>
             <main>
-            <h1>\(HTMLPage.escape(title))</h1>
+            \(banner ?? "")<h1>\(HTMLPage.escape(title))</h1>
             \(main)
             </main>
             </body>

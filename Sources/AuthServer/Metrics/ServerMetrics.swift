@@ -1,3 +1,4 @@
+import AppleSignIn
 public import Prometheus
 import Synchronization
 
@@ -39,6 +40,8 @@ public final class ServerMetrics: Sendable {
     private let jwksFetchesFailed: Counter
     private let codeExchangeFailures: Counter
     private let auditWriteFailures: Counter
+    private let appleCredentialsFailing: Gauge
+    private let appleInvalidClient: [AppleAPIAnswer.Call: Counter]
 
     private struct RequestKey: Hashable, Sendable {
         var method: String
@@ -120,6 +123,24 @@ public final class ServerMetrics: Sendable {
                 "Audit events the store did not record (the action they record went on)."
             )
         )
+        self.appleCredentialsFailing = registry.makeGauge(
+            descriptor: Self.name(
+                "apple_credentials_failing",
+                "",
+                "1 while Apple refuses siwa's client secret (invalid_client) for a client id, else 0."
+            )
+        )
+        appleCredentialsFailing.set(to: 0.0)
+        let invalidClientName = Self.name(
+            "apple_invalid_client",
+            "total",
+            "Apple's invalid_client answers by call (exchange, validate, revoke, migration)."
+        )
+        var invalidClient: [AppleAPIAnswer.Call: Counter] = [:]
+        for call in AppleAPIAnswer.Call.allCases {
+            invalidClient[call] = registry.makeCounter(descriptor: invalidClientName, labels: [("call", call.rawValue)])
+        }
+        self.appleInvalidClient = invalidClient
     }
 
     /// `siwa_<metric>_<unit>`, with its help text.
@@ -166,6 +187,16 @@ public final class ServerMetrics: Sendable {
     /// Counts an audit event the store did not record.
     func auditWriteFailed() {
         auditWriteFailures.increment()
+    }
+
+    /// Counts an `invalid_client` answer from Apple.
+    func appleInvalidClient(call: AppleAPIAnswer.Call) {
+        appleInvalidClient[call]?.increment()
+    }
+
+    /// Sets whether Apple refuses siwa's client secret now.
+    func appleCredentials(failing: Bool) {
+        appleCredentialsFailing.set(to: failing ? 1.0 : 0.0)
     }
 
     /// Every metric in Prometheus text exposition format (version 0.0.4).
