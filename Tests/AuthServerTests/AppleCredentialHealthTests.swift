@@ -82,6 +82,23 @@ struct AppleCredentialHealthTests {
         }
     }
 
+    @Test func aRefusedRevocationAtAccountDeletionRaisesIt() async throws {
+        try await ServerHarness.run(metrics: true) { harness in
+            let user = try await harness.signIn("leaving@example.com")
+            let token = try #require(user.json["accessToken"] as? String)
+            #expect(Self.appleState(try await harness.call(.get, "/readyz").json) == "ok")
+
+            try await harness.emulator("/emulator/faults", ["endpoint": "revoke", "mode": "invalid_client"])
+            // The account is deleted all the same; the revocation stays queued.
+            #expect(try await harness.call(.delete, "/api/me", bearer: token).status == .noContent)
+            let ready = try await harness.call(.get, "/readyz")
+            let apple = try #require(ready.json["appleCredentials"] as? [String: Any])
+            #expect(apple["state"] as? String == "failing")
+            #expect(apple["call"] as? String == "revoke")
+            #expect(try await harness.metrics().body.contains(#"siwa_apple_invalid_client_total{call="revoke"} 1"#))
+        }
+    }
+
     @Test func oneErrorLineAtRaisingAndOneNoticeAtClearing() throws {
         let capture = LogRedactionTests.Capture()
         let clock = ManualWallClock(Date(timeIntervalSince1970: 1_800_000_000))
