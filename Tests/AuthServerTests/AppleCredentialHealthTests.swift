@@ -78,7 +78,7 @@ struct AppleCredentialHealthTests {
             try await harness.store.grantAdmin(AdminSubject(try #require(UserID(id))), by: .operator, now: Date())
             let overview = try await Self.page(harness, "/admin", bearer: token)
             #expect(!overview.contains(#"id="apple-credentials-failing""#))
-            #expect(overview.contains(#"<dd id="apple-credentials"><span class="badge">accepted</span>"#))
+            #expect(overview.contains(#"<dd id="apple-credentials"><span class="badge">not refused</span>"#))
         }
     }
 

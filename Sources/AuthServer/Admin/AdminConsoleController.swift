@@ -481,7 +481,8 @@ struct AdminConsoleController: Sendable {
                 "<span class=\"badge warn\">refused</span> <code>invalid_client</code> since \(Self.time(first.since))"
         } else {
             apple =
-                "<span class=\"badge\">accepted</span> no <code>invalid_client</code> from Apple since the last success"
+                "<span class=\"badge\">not refused</span> no <code>invalid_client</code> from Apple since this "
+                + "instance started or Apple last accepted its client secret"
         }
         let signing: String
         if let current = try await store.signingKeys().last(where: { $0.retiredAt == nil }) {
