@@ -45,7 +45,8 @@ extension DoctorCommand {
                 Finding(
                     setting: "Apple",
                     ok: false,
-                    message: "not checked: set SIWA_TEAM_ID, SIWA_KEY_ID and the key (SIWA_PRIVATE_KEY_FILE) first"
+                    message: "not checked: fix the Apple settings above first (SIWA_TEAM_ID, SIWA_KEY_ID, the key "
+                        + "in SIWA_PRIVATE_KEY_FILE, a client id)"
                 )
             ]
         }
