@@ -57,7 +57,9 @@ extension AppleIDEmulator {
                 return try Self.controlError(.invalidRequest("endpoint must be keys, token or revoke"))
             }
             guard EmulatorFault.endpoints(for: input.mode).contains(input.endpoint) else {
-                return try Self.controlError(.invalidRequest("ignore is for revoke only, invalid_client for token and revoke"))
+                return try Self.controlError(
+                    .invalidRequest("ignore is for revoke only, invalid_client for token and revoke")
+                )
             }
             await state.setFault(endpoint: input.endpoint, mode: input.mode, count: input.count)
             return try Self.json(.ok, ["endpoint": input.endpoint, "mode": input.mode.rawValue])
