@@ -285,7 +285,11 @@ func assembleApplication(
         }
     }
 
-    let connections = ConnectionLimiter(limits: configuration.connections, trustedProxies: configuration.trustedProxies)
+    let connections = ConnectionLimiter(
+        limits: configuration.connections,
+        trustedProxies: configuration.trustedProxies,
+        metrics: metrics
+    )
     let http = HTTP1Channel.Configuration(
         additionalChannelHandlers: [connections.makeHandler()],
         idleTimeout: configuration.idleTimeout.map { TimeAmount($0) },
@@ -330,6 +334,10 @@ func assembleApplication(
             metricsApplication(
                 metrics,
                 listener: listener,
+                // Read at each scrape rather than kept current: each is one cheap look, and a scrape a minute is enough.
+                beforeScrape: {
+                    await metrics.readOperationalGauges(store: store, sealer: sealer, now: clock.now)
+                },
                 routes: PolicedRoutes(
                     router: Router(context: SiwaRequestContext.self),
                     guarding: guarding,
@@ -350,12 +358,14 @@ func assembleApplication(
 private func metricsApplication(
     _ metrics: ServerMetrics,
     listener: MetricsListener,
+    beforeScrape: @escaping @Sendable () async -> Void,
     routes: PolicedRoutes,
     logger: Logger
 ) -> some ApplicationProtocol {
     routes.router.add(middleware: NoSniffMiddleware())
     routes.get("/metrics", access: .open) { _, _ -> Response in
-        Response(
+        await beforeScrape()
+        return Response(
             status: .ok,
             headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8", .cacheControl: "no-store"],
             body: .init(byteBuffer: ByteBuffer(bytes: metrics.exposition()))

@@ -94,6 +94,40 @@ struct MetricsTests {
         }
     }
 
+    /// What the runbook reads: Apple's calls by outcome and their time, connections a cap closed, the revocations not
+    /// confirmed, and the keys' ages.
+    @Test func theRunbooksMetricsAreThere() async throws {
+        var configuration = AuthServerConfiguration(authRateLimit: nil, storeRefreshInterval: .milliseconds(200))
+        configuration.connections.maximumConnectionsPerAddress = 2
+        try await ServerHarness.run(configuration: configuration, metrics: true) { harness in
+            // A third connection from one address is closed at once; its refusal is counted before the close.
+            let held = try (0..<2).map { _ in try RawSocketConnection(port: harness.listenPort, from: "127.0.0.9") }
+            let third = try RawSocketConnection(port: harness.listenPort, from: "127.0.0.9")
+            #expect(try await third.readUntilClosed(timeout: .seconds(30)).closedByServer)
+            for connection in held + [third] { connection.close() }
+
+            let signIn = try await harness.signIn("runbook@example.com")
+            #expect(signIn.status == .ok)
+            try await harness.emulator("/emulator/faults", ["endpoint": "revoke", "mode": "error"])
+            let deleted = try await harness.call(.delete, "/api/me", bearer: signIn.json.string("accessToken"))
+            #expect(deleted.status == .noContent)
+
+            let (metrics, _) = try await scrape(harness)
+            #expect(metrics.value("siwa_connections_refused_total", ["cap": "address"]) == 1)
+            #expect(metrics.value("siwa_connections_refused_total", ["cap": "total"]) == 0)
+            #expect(metrics.value("siwa_apple_calls_total", ["call": "exchange", "outcome": "ok"]) == 1)
+            #expect(
+                metrics.value("siwa_apple_calls_total", ["call": "revoke", "outcome": "apple_server_error"]) == 1,
+                "the revocation Apple answered with a 500"
+            )
+            #expect(metrics.value("siwa_apple_call_duration_seconds_count", ["call": "exchange"]) == 1)
+            #expect(metrics.value("siwa_apple_revocations_pending", [:]) == 1)
+            let signingKeyAge = try #require(metrics.value("siwa_signing_key_age_seconds", [:]))
+            #expect(signingKeyAge >= 0)
+            #expect(metrics.value("siwa_data_key_age_seconds", [:]) != nil)
+        }
+    }
+
     /// The metrics have a listener of their own: publishing the public port (a proxy forwarding every path, as the
     /// deployment guide's nginx does) never publishes them.
     @Test func thePublicPortNeverAnswersMetrics() async throws {

@@ -154,6 +154,7 @@ struct ServerHarness: Sendable {
                         clock: clock,
                         dataKey: dataKey,
                         serverURL: "http://127.0.0.1:\(port)",
+                        listenPort: port,
                         metricsPort: metricsPort
                     )
                 )
@@ -305,34 +306,6 @@ struct ServerHarness: Sendable {
     }
 }
 
-/// A port of 127.0.0.1 that nothing listens on right now. Chosen below Linux's ephemeral range (32768 and up), where
-/// the kernel never hands out ports on its own, so that another test's outgoing connection cannot take it before the
-/// server binds; a bind attempt checks that no listener has it.
-/// Ports this test process has handed out: tests run in parallel, and a port that was free when probed is not
-/// handed to a second harness before the first one binds it.
-private let handedOutPorts = Mutex<Set<Int>>([])
-
-func freeLoopbackPort() throws -> Int {
-    for _ in 0..<50 {
-        let port = Int.random(in: 20_000..<32_000)
-        guard handedOutPorts.withLock({ $0.insert(port).inserted }) else { continue }
-        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard descriptor >= 0 else { throw PortError() }
-        defer { close(descriptor) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-            }
-        }
-        if bound == 0 { return port }
-    }
-    throw PortError()
-}
-
 /// The port a listener bound, once it has: the metrics listener starts beside the server, not before it.
 final class ListenerPort: Sendable {
     private let value = Mutex<Int?>(nil)
@@ -349,10 +322,6 @@ final class ListenerPort: Sendable {
         }
         throw PortError()
     }
-}
-
-private struct PortError: Error, CustomStringConvertible {
-    var description: String { "could not reserve a free loopback port" }
 }
 
 extension Dictionary where Key == String, Value == Any {

@@ -30,19 +30,23 @@ public struct AppleAPIAnswer: Sendable {
     public let clientID: ClientID
     /// The error the answer became, `nil` for a success.
     public let error: AppleSignInError?
-    /// Apple's `Date` header as sent, for comparing clocks.
+    /// Apple's `Date` header as sent, for comparing clocks; `nil` when no answer came.
     public let date: String?
+    /// From the first attempt to the answer (or to giving up), retries included; `nil` when not measured.
+    public let duration: Duration?
 
     /// - Parameters:
     ///   - call: the call answered.
     ///   - clientID: the client id it was made for.
     ///   - error: the error the answer became, `nil` for a success.
     ///   - date: Apple's `Date` header.
-    public init(call: Call, clientID: ClientID, error: AppleSignInError?, date: String?) {
+    ///   - duration: how long the call took, retries included.
+    public init(call: Call, clientID: ClientID, error: AppleSignInError?, date: String?, duration: Duration? = nil) {
         self.call = call
         self.clientID = clientID
         self.error = error
         self.date = date
+        self.duration = duration
     }
 
     /// Whether Apple accepted the client secret, as far as this answer tells.
@@ -56,7 +60,8 @@ public struct AppleAPIAnswer: Sendable {
 /// Watches Apple's answers to an ``AppleAPIClient``: a server keeps the health of its Apple credentials from them,
 /// `siwa doctor` Apple's clock.
 ///
-/// Called once per call that Apple answered (after retries), never for a call that got no answer.
+/// Called once per call, after its retries: with Apple's answer, or with the error when no answer came (a timeout, a
+/// transport failure), whose ``AppleAPIAnswer/clientAuthentication`` is then undetermined.
 public protocol AppleAPICallObserver: Sendable {
     /// One answer; called on the calling task, so it should be quick.
     /// - Parameter answer: the call, its client id and its outcome.

@@ -182,15 +182,24 @@ public struct AppleAPIClient: Sendable {
         request.headerFields[.contentType] = "application/x-www-form-urlencoded"
         request.headerFields[.accept] = "application/json"
         let body = Array(FormURLEncoding.encode(fields).utf8)
-        let answer = try await AppleHTTP.send(
-            request,
-            body: body,
-            transport: transport,
-            retry: retry,
-            timeout: retry.timeout,
-            logger: logger
-        )
-        return try observed(answer, call: call, path: path, clientID: clientID)
+        let start = ContinuousClock.now
+        let answer: HTTPTransportResponse
+        do {
+            answer = try await AppleHTTP.send(
+                request,
+                body: body,
+                transport: transport,
+                retry: retry,
+                timeout: retry.timeout,
+                logger: logger
+            )
+        } catch {
+            observer?.observe(
+                AppleAPIAnswer(call: call, clientID: clientID, error: error, date: nil, duration: .now - start)
+            )
+            throw error
+        }
+        return try observed(answer, call: call, path: path, clientID: clientID, duration: .now - start)
     }
 
     /// Tells the observer what Apple answered, then returns a success or throws the error it became.
@@ -199,13 +208,20 @@ public struct AppleAPIClient: Sendable {
         call: AppleAPIAnswer.Call,
         path: String,
         clientID: ClientID,
+        duration: Duration? = nil,
         error makeError: (HTTPTransportResponse) -> AppleSignInError? = { _ in nil }
     ) throws(AppleSignInError) -> HTTPTransportResponse {
         let error =
             answer.response.status.kind == .successful
             ? nil : makeError(answer) ?? AppleHTTP.error(from: answer, path: path, clientID: clientID)
         observer?.observe(
-            AppleAPIAnswer(call: call, clientID: clientID, error: error, date: answer.response.headerFields[.date])
+            AppleAPIAnswer(
+                call: call,
+                clientID: clientID,
+                error: error,
+                date: answer.response.headerFields[.date],
+                duration: duration
+            )
         )
         if let error { throw error }
         return answer

@@ -42,6 +42,25 @@ public final class ServerMetrics: Sendable {
     private let auditWriteFailures: Counter
     private let appleCredentialsFailing: Gauge
     private let appleInvalidClient: [AppleAPIAnswer.Call: Counter]
+    private let appleCalls: LabeledMetrics<AppleCallKey, Counter>
+    private let appleCallDurations: [AppleAPIAnswer.Call: DurationHistogram]
+    private let connectionsRefused: [ConnectionCap: Counter]
+    private let revocationsPending: Gauge
+    private let signingKeyAge: Gauge
+    private let dataKeyAge: Gauge
+
+    private struct AppleCallKey: Hashable, Sendable {
+        var call: AppleAPIAnswer.Call
+        var outcome: String
+    }
+
+    /// Which cap refused a new connection.
+    enum ConnectionCap: String, Sendable, CaseIterable {
+        /// `SIWA_MAX_CONNECTIONS`.
+        case total
+        /// `SIWA_MAX_CONNECTIONS_PER_ADDRESS`.
+        case address
+    }
 
     private struct RequestKey: Hashable, Sendable {
         var method: String
@@ -141,6 +160,60 @@ public final class ServerMetrics: Sendable {
             invalidClient[call] = registry.makeCounter(descriptor: invalidClientName, labels: [("call", call.rawValue)])
         }
         self.appleInvalidClient = invalidClient
+        self.appleCalls = LabeledMetrics { key in
+            registry.makeCounter(
+                descriptor: Self.name(
+                    "apple_calls",
+                    "total",
+                    "Calls to Apple's REST API by call and outcome (ok, or the error: invalid_grant, invalid_client, "
+                        + "timeout, transport_failed, ...), retries included in one call."
+                ),
+                labels: [("call", key.call.rawValue), ("outcome", key.outcome)]
+            )
+        }
+        var appleCallDurations: [AppleAPIAnswer.Call: DurationHistogram] = [:]
+        for call in AppleAPIAnswer.Call.allCases {
+            appleCallDurations[call] = registry.makeDurationHistogram(
+                descriptor: Self.name(
+                    "apple_call_duration",
+                    "seconds",
+                    "Time a call to Apple's REST API took, retries included, by call."
+                ),
+                labels: [("call", call.rawValue)],
+                buckets: Self.durationBuckets
+            )
+        }
+        self.appleCallDurations = appleCallDurations
+        var refused: [ConnectionCap: Counter] = [:]
+        for cap in ConnectionCap.allCases {
+            refused[cap] = registry.makeCounter(
+                descriptor: Self.name(
+                    "connections_refused",
+                    "total",
+                    "New connections closed at once by a cap (total, or per client address)."
+                ),
+                labels: [("cap", cap.rawValue)]
+            )
+        }
+        self.connectionsRefused = refused
+        self.revocationsPending = registry.makeGauge(
+            descriptor: Self.name(
+                "apple_revocations_pending",
+                "",
+                "Revocations of deleted accounts' Apple tokens not confirmed yet (queued for a retry), as of the last "
+                    + "scrape."
+            )
+        )
+        self.signingKeyAge = registry.makeGauge(
+            descriptor: Self.name("signing_key_age", "seconds", "Age of siwa's current access-token signing key.")
+        )
+        self.dataKeyAge = registry.makeGauge(
+            descriptor: Self.name(
+                "data_key_age",
+                "seconds",
+                "Age of the data-key file (its last change); -1 when the key is set by SIWA_DATA_KEY (no date)."
+            )
+        )
     }
 
     /// `siwa_<metric>_<unit>`, with its help text.
@@ -197,6 +270,24 @@ public final class ServerMetrics: Sendable {
     /// Sets whether Apple refuses siwa's client secret now.
     func appleCredentials(failing: Bool) {
         appleCredentialsFailing.set(to: failing ? 1.0 : 0.0)
+    }
+
+    /// Counts a call to Apple's REST API and records how long it took.
+    func appleCall(_ call: AppleAPIAnswer.Call, outcome: String, duration: Duration?) {
+        appleCalls[AppleCallKey(call: call, outcome: outcome)].increment()
+        if let duration { appleCallDurations[call]?.record(duration) }
+    }
+
+    /// Counts a new connection a cap closed.
+    func connectionRefused(by cap: ConnectionCap) {
+        connectionsRefused[cap]?.increment()
+    }
+
+    /// Sets the gauges read at each scrape: the revocation queue and the keys' ages in seconds.
+    func operational(revocationsPending: Int, signingKeyAge: Double?, dataKeyAge: Double?) {
+        self.revocationsPending.set(to: Double(revocationsPending))
+        self.signingKeyAge.set(to: signingKeyAge ?? 0)
+        self.dataKeyAge.set(to: dataKeyAge ?? -1)
     }
 
     /// Every metric in Prometheus text exposition format (version 0.0.4).

@@ -19,6 +19,8 @@ import Synchronization
 final class ConnectionLimiter: Sendable {
     let limits: AuthServerConfiguration.ConnectionLimits
     let trustedProxies: TrustedProxies
+    /// Counts the connections a cap closes (`nil`: not counted).
+    let metrics: ServerMetrics?
     private let state = Mutex(State())
 
     private struct State {
@@ -26,9 +28,14 @@ final class ConnectionLimiter: Sendable {
         var perAddress: [String: Int] = [:]
     }
 
-    init(limits: AuthServerConfiguration.ConnectionLimits, trustedProxies: TrustedProxies) {
+    init(
+        limits: AuthServerConfiguration.ConnectionLimits,
+        trustedProxies: TrustedProxies,
+        metrics: ServerMetrics? = nil
+    ) {
         self.limits = limits
         self.trustedProxies = trustedProxies
+        self.metrics = metrics
     }
 
     /// The per-address key of a peer: its ``ClientKey`` (as the rate limits count it: an IPv6 peer by its /64), or
@@ -39,16 +46,19 @@ final class ConnectionLimiter: Sendable {
 
     /// Counts a new connection in; `false` (and nothing counted) when it is over a cap.
     func admit(capKey: String?) -> Bool {
-        state.withLock { state in
-            guard state.total < limits.maximumConnections else { return false }
+        let refusal = state.withLock { state -> ServerMetrics.ConnectionCap? in
+            guard state.total < limits.maximumConnections else { return .total }
             if let capKey {
                 let count = state.perAddress[capKey, default: 0]
-                guard count < limits.maximumConnectionsPerAddress else { return false }
+                guard count < limits.maximumConnectionsPerAddress else { return .address }
                 state.perAddress[capKey] = count + 1
             }
             state.total += 1
-            return true
+            return nil
         }
+        guard let refusal else { return true }
+        metrics?.connectionRefused(by: refusal)
+        return false
     }
 
     /// Counts a closed connection out.

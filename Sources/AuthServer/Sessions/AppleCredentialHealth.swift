@@ -56,6 +56,11 @@ public final class AppleCredentialHealth: AppleAPICallObserver {
     /// Records one of Apple's answers: raises on `invalid_client`, clears the client id on an accepted secret.
     /// - Parameter answer: the call, its client id and outcome.
     public func observe(_ answer: AppleAPIAnswer) {
+        metrics?.appleCall(
+            answer.call,
+            outcome: answer.error.map { AuthServerError.snakeCase($0.code.description) } ?? "ok",
+            duration: answer.duration
+        )
         switch answer.clientAuthentication {
         case .undetermined:
             return
