@@ -179,7 +179,7 @@ struct ConfigurationTests {
     /// `serve --config` with a JSON file, `SIWA_LOG_LEVEL=debug` and `SIWA_LOG_FORMAT=json`: it listens where the
     /// file says, writes JSON lines, and logs each request with its path (at debug) and the id it answered.
     @Test func serveReadsTheFileAndLogsJSONAtTheLevelAsked() async throws {
-        let port = Int.random(in: 10_000...19_999)
+        let port = try freeLoopbackPort(in: 10_000..<20_000)
         let json = try folder.write(
             "siwa.json",
             """

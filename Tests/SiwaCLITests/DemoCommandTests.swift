@@ -55,7 +55,10 @@ struct DemoCommandTests {
         let busy = try BusyPort()
         let arguments =
             command == "demo"
-            ? ["demo", "--port", String(busy.port), "--emulator-port", String(Int.random(in: 10_000...19_999))]
+            ? [
+                "demo", "--port", String(busy.port), "--emulator-port",
+                String(try freeLoopbackPort(in: 10_000..<20_000)),
+            ]
             : ["emulator", "--port", String(busy.port)]
         let result = try await runChildProcess(
             SiwaProcess.executable.path,
@@ -73,14 +76,16 @@ struct DemoCommandTests {
     /// A running `siwa demo` in a folder of its own, its standard output and error in files there.
     final class Demo {
         let directory: URL
-        let port = Int.random(in: 10_000...14_999)
-        let emulatorPort = Int.random(in: 15_000...19_999)
+        let port: Int
+        let emulatorPort: Int
         let process: ChildProcess
         var log: String { directory.appendingPathComponent("demo.log").path }
         var errors: String { directory.appendingPathComponent("demo.err").path }
 
         init(environment: [String: String]? = nil) throws {
             directory = try DemoCommandTests.folder()
+            port = try freeLoopbackPort(in: 10_000..<20_000)
+            emulatorPort = try freeLoopbackPort(in: 10_000..<20_000)
             process = try ChildProcess(
                 SiwaProcess.executable.path,
                 arguments: ["demo", "--port", String(port), "--emulator-port", String(emulatorPort)],

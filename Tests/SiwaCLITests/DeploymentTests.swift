@@ -328,8 +328,8 @@ struct DeploymentTests {
                 )
                 let example = try Data(contentsOf: Self.root.appendingPathComponent("docs/deployment/siwa.json"))
                 var configuration = try #require(try JSONSerialization.jsonObject(with: example) as? [String: Any])
-                let port = Int.random(in: 10_000...19_999)
-                let metricsPort = port == 19_999 ? 10_000 : port + 1
+                let port = try freeLoopbackPort(in: 10_000..<20_000)
+                let metricsPort = try freeLoopbackPort(in: 10_000..<20_000)
                 // The guide's file with this machine's values: the team, its key, Apple's address, the folders, and
                 // ports nothing else here uses.
                 let metrics = try #require(configuration["metrics"] as? [String: Any], "the guide's file has metrics")

@@ -12,7 +12,7 @@ import FoundationNetworking
 struct EmulatorCommandTests {
     @Test func demoEmulatorServesAndStopsCleanly() async throws {
         try await withTemporaryFolder("siwa-emu-cli") { folder in
-            let port = Int.random(in: 10_000...19_999)  // below the harnesses' ports and the ephemeral range
+            let port = try freeLoopbackPort(in: 10_000..<20_000)  // below the harnesses' ports and the ephemeral range
             let log = folder.url.appendingPathComponent("emulator.log").path
             let process = try ChildProcess(
                 SiwaProcess.executable.path,
@@ -59,7 +59,7 @@ struct EmulatorCommandTests {
 
     @Test func theConsoleAnswersOnlyLoopbackAndTheHostNamesItIsGiven() async throws {
         try await withTemporaryFolder("siwa-emu-hosts") { folder in
-            let port = Int.random(in: 10_000...19_999)
+            let port = try freeLoopbackPort(in: 10_000..<20_000)
             let log = folder.url.appendingPathComponent("emulator.log").path
             let process = try ChildProcess(
                 SiwaProcess.executable.path,
@@ -146,7 +146,7 @@ struct EmulatorCommandTests {
     ) async throws -> (exited: Bool, output: String) {
         let config = folder.url.appendingPathComponent("emulator.json")
         try JSONSerialization.data(withJSONObject: ["teams": [team]]).write(to: config)
-        let port = Int.random(in: 10_000...19_999)
+        let port = try freeLoopbackPort(in: 10_000..<20_000)
         let log = folder.url.appendingPathComponent("emulator.log").path
         let process = try ChildProcess(
             SiwaProcess.executable.path,

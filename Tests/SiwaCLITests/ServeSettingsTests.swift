@@ -51,7 +51,7 @@ struct ServeSettingsTests {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("siwa-serve-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
-        let port = Int.random(in: 10_000...19_999)
+        let port = try freeLoopbackPort(in: 10_000..<20_000)
         var environment = ProcessInfo.processInfo.environment
         environment.merge([
             "SIWA_BUNDLE_IDS": "com.example.app", "SIWA_PORT": String(port), "SIWA_METRICS_PORT": "0",

@@ -50,7 +50,7 @@ struct SiwaProcess {
     /// Starts `siwa emulator` in `directory` on a free port below the harnesses' ports and the ephemeral range, and
     /// waits until it serves its keys. Stop it with ``stopEmulator(_:)``.
     static func startEmulator(in directory: URL) async throws -> (process: ChildProcess, port: Int) {
-        let port = Int.random(in: 10_000...19_999)
+        let port = try freeLoopbackPort(in: 10_000..<20_000)
         let emulator = try ChildProcess(
             executable.path,
             arguments: ["emulator", "--port", String(port)],
@@ -99,7 +99,7 @@ extension SiwaProcess {
         in folder: TemporaryFolder,
         settings: [String: String]
     ) throws -> (process: ChildProcess, port: Int, log: String) {
-        let port = Int.random(in: 10_000...19_999)
+        let port = try freeLoopbackPort(in: 10_000..<20_000)
         let log = folder.url.appendingPathComponent("serve-\(port).log").path
         var environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("SIWA_") }
         environment.merge(settings) { $1 }
