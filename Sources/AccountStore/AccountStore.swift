@@ -182,6 +182,12 @@ public protocol AccountStore: Sendable {
     /// `nil` when the store cannot announce (in memory, SQLite: one process): the caller polls.
     func announcements() -> AsyncStream<StoreAnnouncement>?
 
+    // MARK: Shared limits
+
+    /// The counts every instance sharing this store adds to, for the limits that hold for the whole deployment;
+    /// `nil` when the store is used by one process (in memory, SQLite): the process counts in memory.
+    func sharedCounters() -> (any SharedCounters)?
+
     // MARK: OpenID Connect consents
 
     /// What `userID` has allowed the public relying party `clientID`; `nil` when nothing. Deleting or anonymising the

@@ -368,6 +368,12 @@ public final class SQLAccountStore: AccountStore {
         announcementListener?.stream()
     }
 
+    /// On PostgreSQL, the counts every instance adds to for the limits of the whole deployment
+    /// (``PostgresSharedCounters``, on the store's pool); `nil` on SQLite, whose one process counts in memory.
+    public func sharedCounters() -> (any SharedCounters)? {
+        connections.flavor == .postgres ? PostgresSharedCounters(store: self) : nil
+    }
+
     /// Wraps the database behind `connections` if its schema is the current one, changing nothing; closes the
     /// connections otherwise.
     private static func openAsItIs(

@@ -254,6 +254,9 @@ enum SQLSchema {
         // 9: on PostgreSQL, triggers that announce endings and changes to every instance as they commit
         // (``announcementTriggers``); SQLite has one process, which knows its own changes.
         [],
+        // 10: on PostgreSQL, the counts every instance adds to for the limits of the whole deployment
+        // (``sharedCountsTable``); SQLite has one process, which counts in memory.
+        [],
     ]
 
     /// The schema version this build of siwa writes.
@@ -264,16 +267,32 @@ enum SQLSchema {
     @TaskLocal static var migrationTarget: Int?
 
     /// What a migration does in Swift after its statements, in the same transaction: version 5 fills the search keys
-    /// that statements cannot, version 7 drops a foreign key (``dropRefreshTokensAccountKey(_:flavor:)``).
+    /// that statements cannot, version 7 drops a foreign key (``dropRefreshTokensAccountKey(_:flavor:)``), versions 9
+    /// and 10 create what only PostgreSQL has.
     static func finish(_ version: Int, _ database: any SQLDatabase, flavor: SQLFlavor) async throws {
         switch version {
         case 5: try await fillSearchKeys(database)
         case 7: try await dropRefreshTokensAccountKey(database, flavor: flavor)
         case 9 where flavor == .postgres:
             for statement in announcementTriggers { try await database.raw(SQLQueryString(statement)).run() }
+        case 10 where flavor == .postgres:
+            try await database.raw(SQLQueryString(sharedCountsTable)).run()
         default: break
         }
     }
+
+    /// Version 10 on PostgreSQL: the shared limits' counts (``PostgresSharedCounters``), one row per key and window.
+    /// Unlogged: a count is worth less than the write-ahead log's cost on every batch, and a crash of the database
+    /// loses only counts, which start again from zero (as each process's did when it restarted).
+    static let sharedCountsTable = """
+        CREATE UNLOGGED TABLE shared_counts (
+            key TEXT NOT NULL,
+            window_start BIGINT NOT NULL,
+            count BIGINT NOT NULL,
+            expires_at BIGINT NOT NULL,
+            PRIMARY KEY (key, window_start)
+        )
+        """
 
     /// The channel of the announcements (``PostgresAnnouncementListener``).
     static let announcementChannel = "siwa_changes"
