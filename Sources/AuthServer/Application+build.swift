@@ -15,6 +15,9 @@ public import NIOCore
 ///   - transport: the HTTP client towards Apple.
 ///   - sealer: seals Apple refresh tokens and signing keys at rest under the data keys (re-read from their file when
 ///     they come from one).
+///   - sharedLimits: counts the limits with every instance that shares the store; by default made from
+///     ``AccountStore/sharedCounters()`` (PostgreSQL), or none (SQLite, in memory: the limits are this process's).
+///     Pass one to reconcile it on a schedule of your own (``SharedLimits/reconcile()``).
 ///   - clock: wall clock.
 ///   - host: address to listen on.
 ///   - port: port (0 for any free one).
@@ -29,6 +32,7 @@ public func buildApplication(
     store: any AccountStore,
     transport: any HTTPTransport,
     sealer: DataSealer,
+    sharedLimits: SharedLimits? = nil,
     clock: any WallClock = SystemWallClock(),
     host: String = "127.0.0.1",
     port: Int = 8080,
@@ -42,6 +46,7 @@ public func buildApplication(
         store: store,
         transport: transport,
         sealer: sealer,
+        sharedLimits: sharedLimits,
         clock: clock,
         host: host,
         port: port,
@@ -51,7 +56,7 @@ public func buildApplication(
     ).application
 }
 
-/// ``buildApplication(configuration:apple:store:transport:sealer:clock:host:port:logger:tls:onServerRunning:)``, and
+/// ``buildApplication(configuration:apple:store:transport:sealer:sharedLimits:clock:host:port:logger:tls:onServerRunning:)``, and
 /// the routes its router registered, which a test compares with the OpenAPI document (`docs/openapi.json`), and the
 /// access each was registered with (``RouteAccess``), which a test walks with every kind of credential; and the
 /// access of the metrics listener's routes (empty without one).
@@ -61,6 +66,7 @@ func assembleApplication(
     store: any AccountStore,
     transport: any HTTPTransport,
     sealer: DataSealer,
+    sharedLimits givenSharedLimits: SharedLimits? = nil,
     clock: any WallClock,
     host: String,
     port: Int,
@@ -75,6 +81,10 @@ func assembleApplication(
     // One registry per application, never the global `MetricsSystem`: tests run many applications in one process.
     // Counted only when a listener answers them.
     let metrics = configuration.metricsListener != nil ? ServerMetrics() : nil
+    // A store shared by several instances counts the limits for all of them.
+    let sharedLimits =
+        givenSharedLimits ?? store.sharedCounters().map { SharedLimits(counters: $0, clock: clock, logger: logger) }
+    sharedLimits?.report(to: metrics)
     let keySource: any AppleKeySource = AppleKeysEndpoint(
         baseURL: apple.appleBaseURL,
         transport: transport,
@@ -128,7 +138,8 @@ func assembleApplication(
         sealer: sealer,
         clock: clock,
         logger: logger,
-        metrics: metrics
+        metrics: metrics,
+        sharedLimits: sharedLimits
     )
     let lifecycle = AccountLifecycle(
         configuration: configuration,
@@ -157,7 +168,15 @@ func assembleApplication(
     }
     router.add(middleware: NoSniffMiddleware())
     if configuration.authRateLimit != nil || configuration.notificationRateLimit != nil {
-        router.add(middleware: RateLimitMiddleware(configuration: configuration))
+        if let sharedLimits {
+            router.add(
+                middleware: RateLimitMiddleware(configuration: configuration) { name, limit in
+                    sharedLimits.buckets(name, limit: limit)
+                }
+            )
+        } else {
+            router.add(middleware: RateLimitMiddleware(configuration: configuration))
+        }
     }
     let adminAccess = AdminAccess(configuration: configuration, store: store, sessions: sessions)
     let guarding = RouteGuard(
@@ -322,6 +341,7 @@ func assembleApplication(
         )
     )
     app.addServices(lifecycle.services)
+    if let sharedLimits { app.addServices(sharedLimits) }
     if let reloader = sealer.reloader(interval: configuration.dataKeyReloadInterval, logger: logger) {
         app.addServices(reloader)
     }

@@ -9,7 +9,8 @@ import FoundationEssentials
 import Foundation
 #endif
 
-/// Purges the store's expired rows (server nonces, web states, refresh tokens, revoked sessions, deletion records) and
+/// Purges the store's expired rows (server nonces, web states, refresh tokens, revoked sessions, deletion records, the
+/// shared limits' counts of past windows) and
 /// the audit events older than ``HousekeepingConfiguration/auditRetention`` every interval until shutdown. Every instance may run it: a purge that finds nothing changes nothing.
 public struct Housekeeping: Service {
     let store: any AccountStore
@@ -34,6 +35,10 @@ public struct Housekeeping: Service {
     public func purge() async throws(StoreError) -> PurgeResult {
         let now = clock.now
         let result = try await store.purgeExpired(now: now, retention: configuration.retention)
+        if let counters = store.sharedCounters() {
+            let counts = try await counters.purge(expiredBefore: now)
+            if counts > 0 { logger.info("purged expired shared counts", metadata: ["shared_counts": "\(counts)"]) }
+        }
         let auditEvents = try await store.purgeAuditEvents(
             before: now.addingTimeInterval(-configuration.auditRetention)
         )

@@ -32,6 +32,8 @@ struct ServerHarness: Sendable {
     let server: any TestClientProtocol
     let store: any AccountStore
     let clock: ManualWallClock
+    /// The team's key, which the emulator checks the server's client secrets with.
+    var teamKey = P256.Signing.PrivateKey()
     /// The key that seals Apple refresh tokens at rest.
     let dataKey: SymmetricKey
     /// The server's own base URL on loopback (with `web: true`, also its public URL).
@@ -61,6 +63,9 @@ struct ServerHarness: Sendable {
     ///     a browser or curl).
     ///   - metrics: run the metrics listener on a free port (``metrics(_:)`` calls it).
     ///   - appleKeyID: the key id the server's client secrets name (another than ``keyID``: Apple refuses them).
+    ///   - sharedLimits: the limits shared with other instances (`nil`: as `buildApplication` makes them).
+    ///   - emulatorOf: another harness whose emulator (and team key) this one uses, so that an identity token minted
+    ///     for one server is good at both; a new emulator by default.
     static func run(
         store: any AccountStore = InMemoryAccountStore(),
         configuration: AuthServerConfiguration = AuthServerConfiguration(
@@ -75,11 +80,13 @@ struct ServerHarness: Sendable {
         keepsIdleTimeout: Bool = false,
         metrics: Bool = false,
         appleKeyID: String = keyID,
+        sharedLimits: SharedLimits? = nil,
+        emulatorOf other: ServerHarness? = nil,
         adjust: (@Sendable (inout AuthServerConfiguration) -> Void)? = nil,
         logger: Logger = Logger(label: "siwa"),
         _ body: @escaping @Sendable (ServerHarness) async throws -> Void
     ) async throws {
-        let teamKey = P256.Signing.PrivateKey()
+        let teamKey = other?.teamKey ?? P256.Signing.PrivateKey()
         let clock = ManualWallClock(Date())
         let serverPort = web ? try freeLoopbackPort() : 0
         var webConfiguration = configuration
@@ -103,7 +110,7 @@ struct ServerHarness: Sendable {
         let webRedirectURIs =
             web
             ? [configuration.webCallbackURL, "\(origin)/auth/apple", "\(origin)/web/auth/siwa/callback"] : []
-        try await runEmulator(teamKey: teamKey, clock: clock, webRedirectURIs: webRedirectURIs) { emulatorURL in
+        let serve: @Sendable (String) async throws -> Void = { emulatorURL in
             let apple = try AppleSignInConfiguration(
                 bundleIDs: [ClientID(bundleID)],
                 servicesID: servicesIDConfigured ? ClientID(servicesID) : nil,
@@ -121,6 +128,7 @@ struct ServerHarness: Sendable {
                 store: store,
                 transport: AsyncHTTPClientTransport(),
                 sealer: DataSealer(key: dataKey),
+                sharedLimits: sharedLimits,
                 clock: clock,
                 port: serverPort,
                 logger: logger,
@@ -135,6 +143,7 @@ struct ServerHarness: Sendable {
                             server: server,
                             store: store,
                             clock: clock,
+                            teamKey: teamKey,
                             dataKey: dataKey,
                             serverURL: configuration.publicURL,
                             listenPort: serverPort,
@@ -152,6 +161,7 @@ struct ServerHarness: Sendable {
                         server: server,
                         store: store,
                         clock: clock,
+                        teamKey: teamKey,
                         dataKey: dataKey,
                         serverURL: "http://127.0.0.1:\(port)",
                         listenPort: port,
@@ -159,6 +169,11 @@ struct ServerHarness: Sendable {
                     )
                 )
             }
+        }
+        if let other {
+            try await serve(other.emulatorURL)
+        } else {
+            try await runEmulator(teamKey: teamKey, clock: clock, webRedirectURIs: webRedirectURIs, serve)
         }
     }
 

@@ -61,6 +61,8 @@ public final class ServerMetrics: Sendable {
         /// `SIWA_MAX_CONNECTIONS_PER_ADDRESS`.
         case address
     }
+    private let sharedLimitsLocal: Gauge
+    private let sharedLimitsFailures: Counter
 
     private struct RequestKey: Hashable, Sendable {
         var method: String
@@ -214,6 +216,20 @@ public final class ServerMetrics: Sendable {
                 "Age of the data-key file (its last change); -1 when the key is set by SIWA_DATA_KEY (no date)."
             )
         )
+        self.sharedLimitsLocal = registry.makeGauge(
+            descriptor: Self.name(
+                "shared_limits_local",
+                "",
+                "Whether this instance enforces limits of its own, the database not answering the shared ones (1: yes)."
+            )
+        )
+        self.sharedLimitsFailures = registry.makeCounter(
+            descriptor: Self.name(
+                "shared_limits_failures",
+                "total",
+                "Reconciliations of the shared limits, and identity-token counts, the database did not answer."
+            )
+        )
     }
 
     /// `siwa_<metric>_<unit>`, with its help text.
@@ -288,6 +304,16 @@ public final class ServerMetrics: Sendable {
         self.revocationsPending.set(to: Double(revocationsPending))
         self.signingKeyAge.set(to: signingKeyAge ?? 0)
         self.dataKeyAge.set(to: dataKeyAge ?? -1)
+    }
+
+    /// Says whether this instance enforces its own limits (the database does not answer the shared ones).
+    func sharedLimits(local: Bool) {
+        sharedLimitsLocal.set(local ? 1.0 : 0.0)
+    }
+
+    /// Counts a reconciliation or an identity-token count the database did not answer.
+    func sharedLimitsFailed() {
+        sharedLimitsFailures.increment()
     }
 
     /// Every metric in Prometheus text exposition format (version 0.0.4).

@@ -1,7 +1,6 @@
 import HTTPTypes
 import Hummingbird
 import NIOCore
-import Synchronization
 
 /// One rate-limit policy for every route that signs in, refreshes, starts a web flow, issues a nonce or otherwise
 /// writes without credentials, whatever its path or client contract: a token bucket per client address (the real
@@ -13,6 +12,8 @@ import Synchronization
 ///   address, apart from the users' buckets): a user flooding from the same address cannot make a `consent-revoked`
 ///   delivery fail, and a forger flooding the route spends only its own address's budget, not Apple's.
 /// - Reads (`GET /api/me`, the JWKS, health and metrics) are not limited.
+/// - On a store shared by several instances (PostgreSQL), the buckets are counted with theirs (``SharedLimits``): the
+///   limits hold for the whole deployment, not for each instance.
 struct RateLimitMiddleware: RouterMiddleware {
     typealias Context = SiwaRequestContext
 
@@ -26,57 +27,31 @@ struct RateLimitMiddleware: RouterMiddleware {
         case notifications
     }
 
-    /// The shared state of a set of token buckets.
-    final class Buckets: Sendable {
-        private struct Bucket {
-            var tokens: Double
-            var updatedAt: ContinuousClock.Instant
-        }
-
-        let limit: AuthServerConfiguration.RateLimit
-        private let state = Mutex<[String: Bucket]>([:])
-
-        init(limit: AuthServerConfiguration.RateLimit) {
-            self.limit = limit
-        }
-
-        /// Takes a token from `key`'s bucket; returns the seconds to wait when it is empty.
-        func take(_ key: String, now: ContinuousClock.Instant) -> Double? {
-            state.withLock { buckets -> Double? in
-                if buckets.count > 100_000 { buckets.removeAll() }  // bounded memory under address floods
-                var bucket = buckets[key] ?? Bucket(tokens: limit.burst, updatedAt: now)
-                let elapsed = now - bucket.updatedAt
-                let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-                bucket.tokens = min(limit.burst, bucket.tokens + seconds * limit.requestsPerSecond)
-                bucket.updatedAt = now
-                defer { buckets[key] = bucket }
-                if bucket.tokens >= 1 {
-                    bucket.tokens -= 1
-                    return nil
-                }
-                return (1 - bucket.tokens) / limit.requestsPerSecond
-            }
-        }
-    }
-
-    let clients: Buckets?
-    let flows: Buckets?
-    let notifications: Buckets?
+    let clients: (any RateLimitBuckets)?
+    let flows: (any RateLimitBuckets)?
+    let notifications: (any RateLimitBuckets)?
     let trustedProxies: TrustedProxies
     private let clock = ContinuousClock()
 
-    init(configuration: AuthServerConfiguration) {
-        self.clients = configuration.authRateLimit.map(Buckets.init)
+    /// - Parameters:
+    ///   - configuration: The limits.
+    ///   - buckets: Makes a set of buckets from its name and limit: ``InMemoryRateLimitBuckets`` for one process (the
+    ///     default), or buckets shared with the other instances (``SharedLimits``).
+    init(
+        configuration: AuthServerConfiguration,
+        buckets: (String, AuthServerConfiguration.RateLimit) -> any RateLimitBuckets = { _, limit in
+            InMemoryRateLimitBuckets(limit: limit)
+        }
+    ) {
+        self.clients = configuration.authRateLimit.map { buckets("client", $0) }
         self.flows = configuration.authRateLimit.map { _ in
             let perClient = Double(max(1, configuration.maximumFlowsPerClient))
-            return Buckets(
-                limit: .init(
-                    requestsPerSecond: perClient / max(1, configuration.web.stateLifetime),
-                    burst: perClient
-                )
+            return buckets(
+                "flow",
+                .init(requestsPerSecond: perClient / max(1, configuration.web.stateLifetime), burst: perClient)
             )
         }
-        self.notifications = configuration.notificationRateLimit.map(Buckets.init)
+        self.notifications = configuration.notificationRateLimit.map { buckets("notification", $0) }
         self.trustedProxies = configuration.trustedProxies
     }
 

@@ -32,7 +32,8 @@ struct SignInService: Sendable {
         sealer: DataSealer,
         clock: any WallClock,
         logger: Logger,
-        metrics: ServerMetrics? = nil
+        metrics: ServerMetrics? = nil,
+        sharedLimits: SharedLimits? = nil
     ) {
         self.configuration = configuration
         self.store = store
@@ -43,7 +44,10 @@ struct SignInService: Sendable {
         self.clock = clock
         self.logger = logger
         self.metrics = metrics
-        self.replays = IdentityTokenReplayGuard(limit: configuration.maximumSessionsPerIdentityToken)
+        self.replays = IdentityTokenReplayGuard(
+            limit: configuration.maximumSessionsPerIdentityToken,
+            shared: sharedLimits
+        )
     }
 
     /// A completed sign-in. It carries no access token: a route whose answer has one asks for it
@@ -92,7 +96,7 @@ struct SignInService: Sendable {
             }
             throw error
         }
-        guard replays.admit(identityToken, expiresAt: token.expiresAt, now: clock.now) else {
+        guard await replays.admit(identityToken, expiresAt: token.expiresAt, now: clock.now) else {
             metrics?.identityTokenFailure(reason: AuthServerError.Code.identityTokenReplayed)
             await refused("replay", channel: channel, clientID: token.aud)
             throw AuthServerError.unauthorized(
@@ -132,7 +136,7 @@ struct SignInService: Sendable {
             )
         } catch {
             // No session was opened: the token's count is given back (a retry after a 503 is no replay).
-            replays.release(identityToken)
+            await replays.release(identityToken)
             // Linking by email found an account whose own Apple ID still signs in: refused, never taken over.
             guard error.code == .duplicate, configuration.linkAccountsByEmail else { throw error }
             await refused(AuthServerError.Code.emailInUse, channel: channel, clientID: token.aud)
