@@ -44,16 +44,19 @@ start_emulator() {
 }
 
 # Sets SERVER_ENV: the settings of a siwa serve on PORT against the emulator on EMULATOR_PORT, with the SQLite file
-# DATABASE_FILE, or PostgreSQL (SIWA_TEST_POSTGRES_URL) when DATABASE is postgres. Rate limits off; the load comes
+# DATABASE_FILE, or PostgreSQL (SIWA_TEST_POSTGRES_URL) when DATABASE is postgres. Rate limits off (but see LIMITS); the load comes
 # from one address and replays a few identity tokens, so the per-address connection cap and the bound on sessions per
 # identity token are lifted too. The metrics listener gets PORT + 2000: it counts as a deployment's does, and several
-# servers of one run each need a port of their own.
+# servers of one run each need a port of their own. With LIMITS=on, the rate limit and the bound on sessions per
+# identity token stay on, set so high that they refuse nothing: what counting them costs (on PostgreSQL, shared with
+# every instance of the database).
 server_environment() {
-  local database=$1 port=$2 database_file=$3
+  local database=$1 port=$2 database_file=$3 rate=0 sessions=0
+  if [ "${LIMITS:-off}" = on ]; then rate=1000000 sessions=1000000; fi
   SERVER_ENV=(SIWA_APPLE_BASE_URL="http://127.0.0.1:$EMULATOR_PORT" SIWA_TEAM_ID=DEMOTEAM01 SIWA_KEY_ID=DEMOKEY001
     SIWA_PRIVATE_KEY_FILE="$WORK/siwa-emulator/AuthKey_DEMOKEY001.p8" SIWA_BUNDLE_IDS=com.example.siwa.demo
-    SIWA_SERVICES_ID=com.example.siwa.demo.web SIWA_PORT="$port" SIWA_METRICS_PORT=$((port + 2000)) SIWA_RATE_LIMIT=0
-    SIWA_MAX_CONNECTIONS_PER_ADDRESS=100000 SIWA_MAX_SESSIONS_PER_IDENTITY_TOKEN=0
+    SIWA_SERVICES_ID=com.example.siwa.demo.web SIWA_PORT="$port" SIWA_METRICS_PORT=$((port + 2000)) SIWA_RATE_LIMIT=$rate
+    SIWA_MAX_CONNECTIONS_PER_ADDRESS=100000 SIWA_MAX_SESSIONS_PER_IDENTITY_TOKEN=$sessions
     SIWA_DATA_KEY_FILE="$WORK/data.key" SIWA_DATABASE_PATH="$database_file")
   if [ "$database" = postgres ]; then SERVER_ENV+=(SIWA_DATABASE_URL="$SIWA_TEST_POSTGRES_URL"); fi
 }
