@@ -49,10 +49,11 @@ start_emulator() {
 # identity token are lifted too. The metrics listener gets PORT + 2000: it counts as a deployment's does, and several
 # servers of one run each need a port of their own. With LIMITS=on, the rate limit and the bound on sessions per
 # identity token stay on, set so high that they refuse nothing: what counting them costs (on PostgreSQL, shared with
-# every instance of the database).
+# every instance of the database); LIMITS=rate keeps the rate limit alone on.
 server_environment() {
   local database=$1 port=$2 database_file=$3 rate=0 sessions=0
   if [ "${LIMITS:-off}" = on ]; then rate=1000000 sessions=1000000; fi
+  if [ "${LIMITS:-off}" = rate ]; then rate=1000000; fi # the rate limit alone
   SERVER_ENV=(SIWA_APPLE_BASE_URL="http://127.0.0.1:$EMULATOR_PORT" SIWA_TEAM_ID=DEMOTEAM01 SIWA_KEY_ID=DEMOKEY001
     SIWA_PRIVATE_KEY_FILE="$WORK/siwa-emulator/AuthKey_DEMOKEY001.p8" SIWA_BUNDLE_IDS=com.example.siwa.demo
     SIWA_SERVICES_ID=com.example.siwa.demo.web SIWA_PORT="$port" SIWA_METRICS_PORT=$((port + 2000)) SIWA_RATE_LIMIT=$rate
