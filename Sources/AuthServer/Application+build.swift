@@ -85,13 +85,17 @@ func assembleApplication(
     let sharedLimits =
         givenSharedLimits ?? store.sharedCounters().map { SharedLimits(counters: $0, clock: clock, logger: logger) }
     sharedLimits?.report(to: metrics)
-    let keySource: any AppleKeySource = AppleKeysEndpoint(
+    let endpoint: any AppleKeySource = AppleKeysEndpoint(
         baseURL: apple.appleBaseURL,
         transport: transport,
         logger: logger
     )
+    // Counted under the configured set's fallback, so that the metric shows Apple's endpoint failing.
     let keys = AppleKeyCache(
-        source: metrics.map { CountingKeySource(source: keySource, metrics: $0) } ?? keySource,
+        source: apple.keySource(
+            fetching: metrics.map { CountingKeySource(source: endpoint, metrics: $0) } ?? endpoint,
+            logger: logger
+        ),
         clock: clock,
         logger: logger
     )

@@ -33,6 +33,9 @@ public struct AppleSignInConfiguration: Sendable {
     /// When a nonce is expected but the token has none and says `nonce_supported: false` (an old platform that cannot
     /// carry one), accept it as Apple's documentation allows. Off by default: a missing nonce fails.
     public var acceptsMissingNonceOnUnsupportedPlatforms: Bool
+    /// A copy of Apple's key set from configuration, used instead of Apple's key endpoint or while it cannot be
+    /// reached; `nil` (the default): Apple's key endpoint alone.
+    public var configuredKeySet: ConfiguredAppleKeySet? = nil
 
     /// Every client id whose tokens are accepted: the bundle ids, then the services id.
     public var allowedClientIDs: [ClientID] {

@@ -10,7 +10,8 @@ public protocol AppleKeySource: Sendable {
     func fetchKeySet() async throws(AppleSignInError) -> (keySet: AppleKeySet, maxAge: TimeInterval?)
 }
 
-/// A fixed key set: for offline checks of old tokens against the keys of their day (`siwa verify --jwks FILE`).
+/// A fixed key set: for offline checks of old tokens against the keys of their day (`siwa verify --jwks FILE`), and
+/// for a configured set used instead of Apple's key endpoint (``ConfiguredAppleKeySet/Use/instead``).
 public struct StaticAppleKeySource: AppleKeySource {
     public let keySet: AppleKeySet
 
