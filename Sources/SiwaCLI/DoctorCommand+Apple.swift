@@ -90,7 +90,11 @@ extension DoctorCommand {
                 facts: facts
             )
         }
-        findings.append(await keySetFinding(apple.appleBaseURL, transport: transport, logger: logger))
+        let (keysFinding, published) = await keySetFinding(apple.appleBaseURL, transport: transport, logger: logger)
+        findings.append(keysFinding)
+        if let configured = apple.configuredKeySet, let published {
+            findings.append(configuredKeySetFinding(configured, published: published))
+        }
         if let skew {
             findings.append(clockFinding(skew))
         }
@@ -204,26 +208,52 @@ extension DoctorCommand {
         )
     }
 
-    /// Fetches Apple's key set once, timed.
+    /// Fetches Apple's key set once, timed; the set too when it could be fetched.
     private static func keySetFinding(
         _ baseURL: AppleBaseURL,
         transport: any HTTPTransport,
         logger: Logger
-    ) async -> Finding {
+    ) async -> (Finding, AppleKeySet?) {
         let start = ContinuousClock.now
         do {
             let (keySet, _) = try await AppleKeysEndpoint(baseURL: baseURL, transport: transport, logger: logger)
                 .fetchKeySet()
             let took = milliseconds(ContinuousClock.now - start)
-            return Finding(
+            let finding = Finding(
                 setting: "Apple keys",
                 ok: !keySet.keys.isEmpty,
                 message: "\(keySet.keys.count) key(s) from \(baseURL.url("/auth/keys")) in \(took)"
             )
+            return (finding, keySet)
         } catch {
             let took = milliseconds(ContinuousClock.now - start)
-            return Finding(setting: "Apple keys", ok: false, message: "\(error.reason) (\(took))")
+            return (Finding(setting: "Apple keys", ok: false, message: "\(error.reason) (\(took))"), nil)
         }
+    }
+
+    /// The configured copy of Apple's key set against the keys Apple publishes now: a warning naming each `kid` the
+    /// copy lacks, since a token signed by such a key fails whenever the copy is used.
+    static func configuredKeySetFinding(_ configured: ConfiguredAppleKeySet, published: AppleKeySet) -> Finding {
+        let missing = Set(published.keys.keys).subtracting(configured.keySet.keys.keys).sorted()
+        let when =
+            configured.use == .instead
+            ? "always used (SIWA_APPLE_KEY_SET_MODE=instead)" : "used while Apple's key endpoint cannot be reached"
+        guard missing.isEmpty else {
+            return Finding(
+                setting: "Apple keys copy",
+                ok: false,
+                message:
+                    "SIWA_APPLE_KEY_SET is older than Apple's keys: it lacks kid \(missing.joined(separator: ", ")) "
+                    + "that Apple publishes now, and it is \(when); copy Apple's /auth/keys into it again"
+            )
+        }
+        return Finding(
+            setting: "Apple keys copy",
+            ok: true,
+            message:
+                "SIWA_APPLE_KEY_SET holds every key Apple publishes now (\(configured.keySet.keys.count) key(s)); \(when)",
+            note: true
+        )
     }
 
     /// An HTTP `Date` header (`Tue, 24 Nov 2026 10:00:00 GMT`).

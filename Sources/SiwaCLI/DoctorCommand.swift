@@ -21,8 +21,9 @@ struct DoctorCommand: AsyncParsableCommand {
 
             --apple also calls Apple (or the emulator SIWA_APPLE_BASE_URL names): for each client id it sends a \
             client secret with an authorization code that cannot be valid, and reports whether Apple accepts the \
-            secret (invalid_grant) or refuses it (invalid_client, with the likely cause); it fetches Apple's keys and \
-            compares the clocks. A refusal exits 3. The secret and the key are never printed.
+            secret (invalid_grant) or refuses it (invalid_client, with the likely cause); it fetches Apple's keys \
+            (naming each kid SIWA_APPLE_KEY_SET lacks) and compares the clocks. A refusal exits 3. The secret and the \
+            key are never printed.
 
             Example:
               siwa doctor --config siwa.json

@@ -1,10 +1,12 @@
 import AccountStoreSQL
 import AppleIDEmulator
+import AppleSignIn
 import Crypto
 import Foundation
 import Hummingbird
 import HummingbirdTesting
 import Logging
+import NIOCore
 import SiwaTesting
 import Synchronization
 import Testing
@@ -80,6 +82,38 @@ struct DoctorAppleTests {
         }
     }
 
+    @Test func aConfiguredKeySetOlderThanApplesIsNamedByTheKidItLacks() async throws {
+        let old = try TestAppleKeys(count: 1, kidPrefix: "retired-")
+        let file = try folder.write("apple-keys.json", String(decoding: try old.jwks(), as: UTF8.self))
+        let run = try await doctor(environment: ["SIWA_APPLE_KEY_SET_FILE": file])
+        let published = try #require(run.appleKeyIDs)
+        #expect(!published.isEmpty)
+        let keySet = try finding("Apple keys copy", in: run)
+        #expect(!keySet.ok)
+        #expect(keySet.message.contains("older than Apple's keys"), "\(keySet.message)")
+        for kid in published { #expect(keySet.message.contains(kid), "\(keySet.message)") }
+        #expect(!keySet.message.contains("retired-1"))
+        #expect(run.status != 0)
+
+        // A copy of what Apple publishes now passes.
+        let current = DoctorCommand.configuredKeySetFinding(
+            ConfiguredAppleKeySet(keySet: try old.keySet(), use: .instead),
+            published: try old.keySet()
+        )
+        #expect(current.ok)
+    }
+
+    @Test func aConfiguredKeySetWithoutKidIsAProblemOfItsSetting() async throws {
+        let file = try folder.write(
+            "apple-keys.json",
+            #"{"keys": [{"kty": "RSA", "alg": "RS256", "use": "sig", "n": "AQAB", "e": "AQAB"}]}"#
+        )
+        let run = try await doctor(environment: ["SIWA_APPLE_KEY_SET_FILE": file])
+        #expect(run.status != 0)
+        #expect(run.stdout.contains("SIWA_APPLE_KEY_SET"), "\(run.stdout)")
+        #expect(run.stdout.contains("key 1: has no"), "\(run.stdout)")
+    }
+
     @Test func theClockIsNamedWhenItIsMinutesOff() throws {
         func causes(clockSkew: TimeInterval) -> [String] {
             DoctorCommand.likelyCauses(
@@ -110,8 +144,9 @@ struct DoctorAppleTests {
         teamID: String = teamID,
         keyID: String = keyID,
         bundleIDs: String = bundleID,
-        json: Bool = true
-    ) async throws -> SiwaProcess.Result {
+        json: Bool = true,
+        environment: [String: String] = [:]
+    ) async throws -> DoctorRun {
         let teamKey = P256.Signing.PrivateKey()
         let keyFile = try folder.write("AuthKey_\(Self.keyID).p8", teamKey.pemRepresentation)
         let database = folder.url.appendingPathComponent("siwa.sqlite").path
@@ -144,19 +179,34 @@ struct DoctorAppleTests {
                     "SIWA_PUBLIC_URL": "https://auth.example.com", "SIWA_APPLE_BASE_URL": "http://127.0.0.1:\(port)",
                     "SIWA_DATABASE_URL": "", "SIWA_DATABASE_PATH": database,
                     "SIWA_DATA_KEY": Data(repeating: 7, count: 32).base64EncodedString(),
-                ]
+                ].merging(environment) { _, given in given }
             )
-            result.value.withLock { $0 = run }
+            // The kids the emulator publishes, which a configured copy of its key set is checked against.
+            let keys = try await client.execute(uri: "/auth/keys", method: .get) { response in
+                let object =
+                    try JSONSerialization.jsonObject(with: Data(String(buffer: response.body).utf8)) as? [String: Any]
+                return (object?["keys"] as? [[String: Any]])?.compactMap { $0["kid"] as? String }
+            }
+            result.value.withLock { $0 = DoctorRun(result: run, appleKeyIDs: keys) }
         }
         return try #require(result.value.withLock { $0 })
     }
 
+    /// A run of doctor, and the kids the emulator published during it.
+    @dynamicMemberLookup
+    private struct DoctorRun: Sendable {
+        let result: SiwaProcess.Result
+        let appleKeyIDs: [String]?
+
+        subscript<T>(dynamicMember path: KeyPath<SiwaProcess.Result, T>) -> T { result[keyPath: path] }
+    }
+
     private final class ResultBox: Sendable {
-        let value = Mutex<SiwaProcess.Result?>(nil)
+        let value = Mutex<DoctorRun?>(nil)
     }
 
     /// The one finding about `setting` in `doctor --json`'s output.
-    private func finding(_ setting: String, in run: SiwaProcess.Result) throws -> (ok: Bool, message: String) {
+    private func finding(_ setting: String, in run: DoctorRun) throws -> (ok: Bool, message: String) {
         let object = try #require(try JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any])
         let list = try #require(object["findings"] as? [[String: Any]])
         let matching = list.filter { $0["setting"] as? String == setting }

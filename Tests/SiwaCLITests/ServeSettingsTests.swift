@@ -21,7 +21,10 @@ struct ServeSettingsTests {
         ("SIWA_MAX_SESSIONS_PER_IDENTITY_TOKEN", "-1"), ("SIWA_ADMIN_USERS", "boss@example.com"),
         ("SIWA_AUDIT_RETENTION_DAYS", "0"), ("SIWA_AUDIT_RETENTION_DAYS", "3651"),
         ("SIWA_DATABASE_MAX_CONNECTIONS", "0"), ("SIWA_DATABASE_MAX_CONNECTIONS", "2.5"),
-        ("SIWA_DATABASE_MAX_CONNECTIONS", "1001"),
+        ("SIWA_DATABASE_MAX_CONNECTIONS", "1001"), ("SIWA_APPLE_KEY_SET", "not json"),
+        ("SIWA_APPLE_KEY_SET", #"{"keys": [{"kty": "EC", "kid": "ec", "crv": "P-256", "x": "AA", "y": "AA"}]}"#),
+        ("SIWA_APPLE_KEY_SET", #"{"keys": [{"kty": "RSA", "alg": "RS256", "n": "AQAB", "e": "AQAB"}]}"#),
+        ("SIWA_APPLE_KEY_SET_MODE", "sometimes"),
     ])
     func aBadSettingStopsStartUpNamingIt(variable: String, value: String) async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("siwa-serve-\(UUID().uuidString)")

@@ -404,16 +404,49 @@ struct ServerSettings {
                 throw Problem(variable: "SIWA_" + Self.environmentName(error.reason), fix: error.reason)
             }
         }
+        let configuredKeySet = try loadAppleKeySet(value: value)
         do {
-            return try AppleSignInConfiguration(
+            var apple = try AppleSignInConfiguration(
                 bundleIDs: bundleIDs,
                 servicesID: servicesID,
                 credentials: credentials,
                 appleBaseURL: try AppleBaseURL(value("SIWA_APPLE_BASE_URL") ?? "https://appleid.apple.com"),
                 clockLeeway: try number("SIWA_CLOCK_LEEWAY", 0...300) ?? 60
             )
+            apple.configuredKeySet = configuredKeySet
+            return apple
         } catch let error as AppleSignInError {
             throw Problem(variable: "SIWA_" + Self.environmentName(error.reason), fix: error.reason)
+        }
+    }
+
+    /// `SIWA_APPLE_KEY_SET` (or its `_FILE`) and `SIWA_APPLE_KEY_SET_MODE`: a copy of Apple's key set, refused whole
+    /// when any key in it is unusable, since the key it lost would fail only at the sign-in that needs it.
+    static func loadAppleKeySet(value: (String) -> String?) throws -> ConfiguredAppleKeySet? {
+        let mode = value("SIWA_APPLE_KEY_SET_MODE")
+        var use = ConfiguredAppleKeySet.Use.fallback
+        if let mode {
+            guard let parsed = ConfiguredAppleKeySet.Use(rawValue: mode.lowercased()) else {
+                throw Problem(variable: "SIWA_APPLE_KEY_SET_MODE", fix: "expected fallback or instead, got '\(mode)'")
+            }
+            use = parsed
+        }
+        guard let text = value("SIWA_APPLE_KEY_SET"), !text.isEmpty else {
+            if mode != nil {
+                throw Problem(
+                    variable: "SIWA_APPLE_KEY_SET_MODE",
+                    fix: "set SIWA_APPLE_KEY_SET_FILE (or SIWA_APPLE_KEY_SET) to a copy of Apple's /auth/keys too"
+                )
+            }
+            return nil
+        }
+        do {
+            return ConfiguredAppleKeySet(keySet: try AppleKeySet(configuredJWKS: Array(text.utf8)), use: use)
+        } catch {
+            throw Problem(
+                variable: "SIWA_APPLE_KEY_SET",
+                fix: "\(error.reason); expected a copy of Apple's key set, {\"keys\": [...]} from /auth/keys"
+            )
         }
     }
 
@@ -705,9 +738,12 @@ extension ServerSettings {
                 verifier: IdentityTokenVerifier(
                     configuration: apple,
                     keys: AppleKeyCache(
-                        source: AppleKeysEndpoint(
-                            baseURL: apple.appleBaseURL,
-                            transport: transport,
+                        source: apple.keySource(
+                            fetching: AppleKeysEndpoint(
+                                baseURL: apple.appleBaseURL,
+                                transport: transport,
+                                logger: logger
+                            ),
                             logger: logger
                         ),
                         clock: clock,

@@ -170,6 +170,24 @@ enum SettingsCatalog {
                     meaning: "Apple's endpoints; the emulator's URL in development."
                 ),
                 .init(
+                    key: "appleKeySet",
+                    variable: "SIWA_APPLE_KEY_SET",
+                    defaultValue: "",
+                    meaning:
+                        "A copy of Apple's key set (the JSON of https://appleid.apple.com/auth/keys), usually given as "
+                        + "a file: SIWA_APPLE_KEY_SET_FILE. Every key must be an RSA RS256 key with a kid. Used as "
+                        + "SIWA_APPLE_KEY_SET_MODE says; siwa doctor --apple warns when it lacks a key Apple publishes."
+                ),
+                .init(
+                    key: "appleKeySetMode",
+                    variable: "SIWA_APPLE_KEY_SET_MODE",
+                    defaultValue: "fallback",
+                    meaning:
+                        "fallback: Apple's key endpoint first, SIWA_APPLE_KEY_SET only while it cannot be reached (at "
+                        + "start or later); instead: SIWA_APPLE_KEY_SET only, Apple's key endpoint is never called "
+                        + "(air-gapped or pinned deployments; update the copy when Apple rotates its keys)."
+                ),
+                .init(
                     key: "clockLeeway",
                     variable: "SIWA_CLOCK_LEEWAY",
                     defaultValue: "60",
