@@ -83,6 +83,7 @@ struct ServerHarness: Sendable {
         sharedLimits: SharedLimits? = nil,
         emulatorOf other: ServerHarness? = nil,
         adjust: (@Sendable (inout AuthServerConfiguration) -> Void)? = nil,
+        adjustApple: (@Sendable (inout AppleSignInConfiguration, _ emulatorURL: String) async throws -> Void)? = nil,
         logger: Logger = Logger(label: "siwa"),
         _ body: @escaping @Sendable (ServerHarness) async throws -> Void
     ) async throws {
@@ -111,7 +112,7 @@ struct ServerHarness: Sendable {
             web
             ? [configuration.webCallbackURL, "\(origin)/auth/apple", "\(origin)/web/auth/siwa/callback"] : []
         let serve: @Sendable (String) async throws -> Void = { emulatorURL in
-            let apple = try AppleSignInConfiguration(
+            var apple = try AppleSignInConfiguration(
                 bundleIDs: [ClientID(bundleID)],
                 servicesID: servicesIDConfigured ? ClientID(servicesID) : nil,
                 credentials: ClientSecretCredentials(
@@ -121,6 +122,7 @@ struct ServerHarness: Sendable {
                 ),
                 appleBaseURL: try AppleBaseURL(emulatorURL)
             )
+            try await adjustApple?(&apple, emulatorURL)
             let dataKey = givenDataKey ?? SymmetricKey(size: .bits256)
             let app = try await buildApplication(
                 configuration: configuration,
