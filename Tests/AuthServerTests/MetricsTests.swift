@@ -100,8 +100,16 @@ struct MetricsTests {
         var configuration = AuthServerConfiguration(authRateLimit: nil, storeRefreshInterval: .milliseconds(200))
         configuration.connections.maximumConnectionsPerAddress = 2
         try await ServerHarness.run(configuration: configuration, metrics: true) { harness in
-            // A third connection from one address is closed at once; its refusal is counted before the close.
-            let held = try (0..<2).map { _ in try RawSocketConnection(port: harness.listenPort, from: "127.0.0.9") }
+            // Two connections from one address, each admitted (it answered a request: connections are admitted on
+            // several event loops, not in the order they were opened); a third is closed at once, its refusal
+            // counted before the close.
+            var held: [RawSocketConnection] = []
+            for _ in 0..<2 {
+                let connection = try RawSocketConnection(port: harness.listenPort, from: "127.0.0.9")
+                #expect(connection.send("GET /healthz HTTP/1.1\r\nHost: siwa.test\r\n\r\n"))
+                #expect(try await connection.readResponse(timeout: .seconds(30))?.status == 200)
+                held.append(connection)
+            }
             let third = try RawSocketConnection(port: harness.listenPort, from: "127.0.0.9")
             #expect(try await third.readUntilClosed(timeout: .seconds(30)).closedByServer)
             for connection in held + [third] { connection.close() }
