@@ -363,7 +363,12 @@ func assembleApplication(
                 listener: listener,
                 // Read at each scrape rather than kept current: each is one cheap look, and a scrape a minute is enough.
                 beforeScrape: {
-                    await metrics.readOperationalGauges(store: store, sealer: sealer, now: clock.now)
+                    let dataKeyFile: String? =
+                        switch sealer.source {
+                        case .file(let path): path
+                        case .setting: nil
+                        }
+                    await metrics.readOperationalGauges(store: store, dataKeyFile: dataKeyFile, now: clock.now)
                 },
                 routes: PolicedRoutes(
                     router: Router(context: SiwaRequestContext.self),
