@@ -265,6 +265,7 @@ let package = Package(
                 "AppleSignIn",
                 "AppleSignInAsyncHTTPClient",
                 "SiwaTesting",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),

@@ -20,12 +20,27 @@ public struct AsyncHTTPClientTransport: HTTPTransport {
 
     /// A process-wide client that never follows redirects: Apple's endpoints do not redirect, and following one
     /// would resend a form holding the client secret and tokens to wherever the redirect points.
-    public static let sharedClient: HTTPClient = {
+    public static let sharedClient = HTTPClient(
+        eventLoopGroup: HTTPClient.defaultEventLoopGroup,
+        configuration: clientConfiguration()
+    )
+
+    /// The configuration of ``sharedClient``: no redirects followed, and connect and read timeouts.
+    /// - Parameters:
+    ///   - connectTimeout: how long a connection may take to open.
+    ///   - readTimeout: how long an answer may pause between two reads.
+    public static func clientConfiguration(
+        connectTimeout: Duration = .seconds(5),
+        readTimeout: Duration = .seconds(30)
+    ) -> HTTPClient.Configuration {
         var configuration = HTTPClient.Configuration()
         configuration.redirectConfiguration = .disallow
-        configuration.timeout = .init(connect: .seconds(5), read: .seconds(30))
-        return HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
-    }()
+        configuration.timeout = .init(
+            connect: .nanoseconds(connectTimeout.nanoseconds),
+            read: .nanoseconds(readTimeout.nanoseconds)
+        )
+        return configuration
+    }
 
     /// - Parameters:
     ///   - client: the HTTP client; by default ``sharedClient``, which never follows redirects.
@@ -69,10 +84,11 @@ public struct AsyncHTTPClientTransport: HTTPTransport {
                 headerFields: fields,
                 body: Array(buffer.readableBytesView)
             )
-        } catch let error as HTTPClientError
-            where error == .deadlineExceeded || error == .connectTimeout || error == .readTimeout
-            || error == .writeTimeout
-        {
+        } catch let error as HTTPClientError where error == .connectTimeout {
+            throw AppleSignInError(.timeout, "\(authority) did not accept a connection within the connect timeout")
+        } catch let error as HTTPClientError where error == .readTimeout || error == .writeTimeout {
+            throw AppleSignInError(.timeout, "\(authority)\(path) paused longer than the read timeout")
+        } catch let error as HTTPClientError where error == .deadlineExceeded {
             throw AppleSignInError(.timeout, "no answer from \(authority)\(path) within \(timeout)")
         } catch is NIOTooManyBytesError {
             throw AppleSignInError(

@@ -1,5 +1,6 @@
 import AppleSignIn
 import AppleSignInAsyncHTTPClient
+import AsyncHTTPClient
 import Crypto
 import HTTPTypes
 import Hummingbird
@@ -66,6 +67,26 @@ struct AsyncHTTPClientTransportTests {
         _ = try await AsyncHTTPClientTransport().send(request, body: nil, timeout: timeout)
     }
 
+    /// A transport on a client configured as the shared one (no redirects followed) but whose connect and read
+    /// timeouts are hang bounds too: the shared client's 5 and 30 s, kept on its event loop, can pass while a starved
+    /// test task is not reading.
+    private func withPatientTransport(_ body: (AsyncHTTPClientTransport) async throws -> Void) async throws {
+        let client = HTTPClient(
+            eventLoopGroup: HTTPClient.defaultEventLoopGroup,
+            configuration: AsyncHTTPClientTransport.clientConfiguration(
+                connectTimeout: Self.hangBound,
+                readTimeout: Self.hangBound
+            )
+        )
+        do {
+            try await body(AsyncHTTPClientTransport(client: client))
+        } catch {
+            try await client.shutdown()
+            throw error
+        }
+        try await client.shutdown()
+    }
+
     @Test func fetchesApplesKeySetWithUserAgent() async throws {
         let apple = try TestAppleKeys(count: 2)
         let received = Received()
@@ -116,19 +137,22 @@ struct AsyncHTTPClientTransportTests {
 
     @Test func oversizedAnswerIsRefused() async throws {
         try await withFakeApple(jwks: try TestAppleKeys().jwks()) { base in
-            await #expect(throws: AppleSignInError.unexpectedResponse) { try await get(base, "/huge") }
+            try await withPatientTransport { transport in
+                let request = HTTPRequest(method: .get, scheme: base.scheme, authority: base.authority, path: "/huge")
+                await #expect(throws: AppleSignInError.unexpectedResponse) {
+                    try await transport.send(request, body: nil, timeout: Self.hangBound)
+                }
+            }
         }
     }
 
     @Test func redirectsAreNotFollowed() async throws {
         try await withFakeApple(jwks: try TestAppleKeys().jwks()) { base in
             let request = HTTPRequest(method: .post, scheme: base.scheme, authority: base.authority, path: "/redirect")
-            let answer = try await AsyncHTTPClientTransport().send(
-                request,
-                body: Array("secret=1".utf8),
-                timeout: Self.hangBound
-            )
-            #expect(answer.response.status == .temporaryRedirect)
+            try await withPatientTransport { transport in
+                let answer = try await transport.send(request, body: Array("secret=1".utf8), timeout: Self.hangBound)
+                #expect(answer.response.status == .temporaryRedirect)
+            }
         }
     }
 
