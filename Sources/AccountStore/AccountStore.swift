@@ -119,6 +119,9 @@ public protocol AccountStore: Sendable {
     /// Queued revocations whose next attempt is due at `now`, oldest first, at most `limit`.
     func dueAppleRevocations(now: Date, limit: Int) async throws(StoreError) -> [PendingAppleRevocation]
 
+    /// How many revocations are queued, due or not (a metric's gauge).
+    func pendingAppleRevocationCount() async throws(StoreError) -> Int
+
     /// Removes a revocation Apple confirmed (or that can never succeed).
     func finishAppleRevocation(id: UUID) async throws(StoreError)
 

@@ -315,6 +315,8 @@ public actor InMemoryAccountStore: AccountStore {
         )
     }
 
+    public func pendingAppleRevocationCount() -> Int { revocationQueue.count }
+
     public func finishAppleRevocation(id: UUID) { revocationQueue[id] = nil }
 
     public func postponeAppleRevocation(id: UUID, until: Date, error: String) {

@@ -188,6 +188,13 @@ extension SQLAccountStore {
         }
     }
 
+    public func pendingAppleRevocationCount() async throws(StoreError) -> Int {
+        try await read("count queued Apple revocations") { database in
+            let row = try await database.raw("SELECT COUNT(*) AS n FROM apple_revocations").first()
+            return Int(try row?.decode(column: "n", as: Int64.self) ?? 0)
+        }
+    }
+
     public func finishAppleRevocation(id: UUID) async throws(StoreError) {
         let id = id.lowercasedText
         try await write("finish an Apple revocation") { database in

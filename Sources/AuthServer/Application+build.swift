@@ -142,11 +142,7 @@ func assembleApplication(
         sealer: sealer,
         clock: clock,
         logger: logger,
-        metrics: metrics,
-        // The sessions per identity token stay counted per instance: counted in PostgreSQL as a statement of its own,
-        // a sign-in cost 40% more CPU (docs/performance.md), over what a sign-in may cost; the count waits to join
-        // the sign-in's own statement.
-        sharedLimits: nil
+        metrics: metrics
     )
     let lifecycle = AccountLifecycle(
         configuration: configuration,

@@ -257,6 +257,7 @@ extension AccountStoreConformance {
             queued.append(try #require(deleted?.queuedRevocation))
         }
         #expect(try await store.dueAppleRevocations(now: Fixture.time(99), limit: 10).isEmpty, "not due before")
+        #expect(try await store.pendingAppleRevocationCount() == queued.count, "counted, due or not")
         #expect(try await store.dueAppleRevocations(now: Fixture.time(200), limit: 10).map(\.id) == queued.map(\.id))
         #expect(
             try await store.dueAppleRevocations(now: Fixture.time(200), limit: 2).map(\.id) == [
@@ -270,6 +271,7 @@ extension AccountStoreConformance {
             error: "apple unreachable"
         )
         try await store.finishAppleRevocation(id: queued[1].id)
+        #expect(try await store.pendingAppleRevocationCount() == queued.count - 1, "a finished one is not counted")
         #expect(try await store.dueAppleRevocations(now: Fixture.time(200), limit: 10).map(\.id) == [queued[2].id])
         let postponed = try await store.dueAppleRevocations(now: Fixture.time(5_000), limit: 10)
         #expect(postponed.map(\.id) == [queued[0].id, queued[2].id])

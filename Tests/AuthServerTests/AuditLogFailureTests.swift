@@ -123,6 +123,10 @@ private struct AuditFailingStore: AccountStore {
         try await base.dueAppleRevocations(now: now, limit: limit)
     }
 
+    func pendingAppleRevocationCount() async throws(StoreError) -> Int {
+        try await base.pendingAppleRevocationCount()
+    }
+
     func finishAppleRevocation(id: UUID) async throws(StoreError) {
         try await base.finishAppleRevocation(id: id)
     }

@@ -12,7 +12,7 @@ extension ServerMetrics {
     /// or so; a store that does not answer leaves the revocation count at 0 rather than failing the scrape.
     /// - Parameter dataKeyFile: the data keys' file; `nil` when they come from a setting (no date).
     func readOperationalGauges(store: any AccountStore, dataKeyFile: String?, now: Date) async {
-        let pending = (try? await store.dueAppleRevocations(now: .distantFuture, limit: 100_000).count) ?? 0
+        let pending = (try? await store.pendingAppleRevocationCount()) ?? 0
         let signingKey = try? await store.signingKeys().last { $0.retiredAt == nil }
         let dataKeyAge = dataKeyFile.flatMap(FileStamp.init).map { now.timeIntervalSince($0.modified) }
         operational(

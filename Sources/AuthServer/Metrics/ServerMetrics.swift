@@ -112,14 +112,11 @@ public final class ServerMetrics: Sendable {
             }
         }
         self.signIns = signIns
-        let refreshesName = Self.name("refreshes", "total", "Refresh token uses by outcome.")
-        var refreshes: [RefreshOutcome: Counter] = [:]
-        for outcome in RefreshOutcome.allCases {
-            refreshes[outcome] = registry.makeCounter(
-                descriptor: refreshesName,
-                labels: [("outcome", outcome.rawValue)]
-            )
-        }
+        let refreshes: [RefreshOutcome: Counter] = Self.counters(
+            registry,
+            Self.name("refreshes", "total", "Refresh token uses by outcome."),
+            label: "outcome"
+        )
         self.refreshes = refreshes
         self.identityTokenFailures = LabeledMetrics { reason in
             registry.makeCounter(
@@ -152,16 +149,15 @@ public final class ServerMetrics: Sendable {
             )
         )
         appleCredentialsFailing.set(to: 0.0)
-        let invalidClientName = Self.name(
-            "apple_invalid_client",
-            "total",
-            "Apple's invalid_client answers by call (exchange, validate, revoke, migration)."
+        self.appleInvalidClient = Self.counters(
+            registry,
+            Self.name(
+                "apple_invalid_client",
+                "total",
+                "Apple's invalid_client answers by call (exchange, validate, revoke, migration)."
+            ),
+            label: "call"
         )
-        var invalidClient: [AppleAPIAnswer.Call: Counter] = [:]
-        for call in AppleAPIAnswer.Call.allCases {
-            invalidClient[call] = registry.makeCounter(descriptor: invalidClientName, labels: [("call", call.rawValue)])
-        }
-        self.appleInvalidClient = invalidClient
         self.appleCalls = LabeledMetrics { key in
             registry.makeCounter(
                 descriptor: Self.name(
@@ -186,18 +182,15 @@ public final class ServerMetrics: Sendable {
             )
         }
         self.appleCallDurations = appleCallDurations
-        var refused: [ConnectionCap: Counter] = [:]
-        for cap in ConnectionCap.allCases {
-            refused[cap] = registry.makeCounter(
-                descriptor: Self.name(
-                    "connections_refused",
-                    "total",
-                    "New connections closed at once by a cap (total, or per client address)."
-                ),
-                labels: [("cap", cap.rawValue)]
-            )
-        }
-        self.connectionsRefused = refused
+        self.connectionsRefused = Self.counters(
+            registry,
+            Self.name(
+                "connections_refused",
+                "total",
+                "New connections closed at once by a cap (total, or per client address)."
+            ),
+            label: "cap"
+        )
         self.revocationsPending = registry.makeGauge(
             descriptor: Self.name(
                 "apple_revocations_pending",
@@ -229,6 +222,19 @@ public final class ServerMetrics: Sendable {
                 "total",
                 "Reconciliations of the shared limits, and identity-token counts, the database did not answer."
             )
+        )
+    }
+
+    /// One counter of `descriptor` per case of `Case`, labelled `label` with the case's raw value.
+    private static func counters<Case: CaseIterable & RawRepresentable & Hashable>(
+        _ registry: PrometheusCollectorRegistry,
+        _ descriptor: MetricNameDescriptor,
+        label: String
+    ) -> [Case: Counter] where Case.RawValue == String {
+        Dictionary(
+            uniqueKeysWithValues: Case.allCases.map {
+                ($0, registry.makeCounter(descriptor: descriptor, labels: [(label, $0.rawValue)]))
+            }
         )
     }
 

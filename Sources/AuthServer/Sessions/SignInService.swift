@@ -32,8 +32,7 @@ struct SignInService: Sendable {
         sealer: DataSealer,
         clock: any WallClock,
         logger: Logger,
-        metrics: ServerMetrics? = nil,
-        sharedLimits: SharedLimits? = nil
+        metrics: ServerMetrics? = nil
     ) {
         self.configuration = configuration
         self.store = store
@@ -44,10 +43,7 @@ struct SignInService: Sendable {
         self.clock = clock
         self.logger = logger
         self.metrics = metrics
-        self.replays = IdentityTokenReplayGuard(
-            limit: configuration.maximumSessionsPerIdentityToken,
-            shared: sharedLimits
-        )
+        self.replays = IdentityTokenReplayGuard(limit: configuration.maximumSessionsPerIdentityToken)
     }
 
     /// A completed sign-in. It carries no access token: a route whose answer has one asks for it
@@ -96,7 +92,7 @@ struct SignInService: Sendable {
             }
             throw error
         }
-        guard await replays.admit(identityToken, expiresAt: token.expiresAt, now: clock.now) else {
+        guard replays.admit(identityToken, expiresAt: token.expiresAt, now: clock.now) else {
             metrics?.identityTokenFailure(reason: AuthServerError.Code.identityTokenReplayed)
             await refused("replay", channel: channel, clientID: token.aud)
             throw AuthServerError.unauthorized(
@@ -136,7 +132,7 @@ struct SignInService: Sendable {
             )
         } catch {
             // No session was opened: the token's count is given back (a retry after a 503 is no replay).
-            await replays.release(identityToken)
+            replays.release(identityToken)
             // Linking by email found an account whose own Apple ID still signs in: refused, never taken over.
             guard error.code == .duplicate, configuration.linkAccountsByEmail else { throw error }
             await refused(AuthServerError.Code.emailInUse, channel: channel, clientID: token.aud)
