@@ -3,6 +3,7 @@ import AuthServer
 import Foundation
 import HTTPTypes
 import HummingbirdTesting
+import SiwaTesting
 import Testing
 
 /// `SIWA_ADMIN_ALLOWED_NETWORKS`: the console and the admin API answer only clients of the operators' networks, by the

@@ -32,13 +32,9 @@ struct ReverseProxyTests {
         _ body: (Int) async throws -> Void
     ) async throws {
         let nginx = try #require(ProcessInfo.processInfo.environment["SIWA_TEST_NGINX"])
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("siwa-nginx-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: folder) }
         let port = try givenPort ?? freeLoopbackPort()
         let proxySettings = repository.appendingPathComponent("docs/deployment/nginx-proxy.conf").path
         let tlsSettings = repository.appendingPathComponent("docs/deployment/nginx-tls.conf").path
-        let temp = folder.path
         let servers: String
         if let tls {
             // The guide's site as an operator installs it, on this test's loopback ports and files.
@@ -72,49 +68,7 @@ struct ReverseProxyTests {
                 }
                 """
         }
-        let configuration = """
-            daemon off;
-            worker_processes 1;
-            \(getuid() == 0 ? "user root;" : "")
-            pid \(temp)/nginx.pid;
-            error_log \(temp)/error.log warn;
-            events { worker_connections 256; }
-            http {
-                access_log off;
-                client_body_temp_path \(temp)/body;
-                proxy_temp_path \(temp)/proxy;
-                fastcgi_temp_path \(temp)/fastcgi;
-                uwsgi_temp_path \(temp)/uwsgi;
-                scgi_temp_path \(temp)/scgi;
-            \(servers)
-            }
-            """
-        let file = folder.appendingPathComponent("nginx.conf")
-        try configuration.write(to: file, atomically: true, encoding: .utf8)
-        let process = try ChildProcess(
-            nginx,
-            arguments: ["-c", file.path, "-p", temp],
-            stdout: folder.appendingPathComponent("stdout.log").path,
-            stderr: folder.appendingPathComponent("stdout.log").path
-        )
-        defer {
-            process.terminate(signal: SIGTERM)
-            _ = process.waitForExit()
-        }
-        // Ready when it accepts a connection.
-        var ready = false
-        for _ in 0..<200 where !ready {
-            if (try? RawSocketConnection(port: port)) != nil {
-                ready = true
-            } else {
-                try await Task.sleep(for: .milliseconds(25))
-            }
-        }
-        try #require(
-            ready,
-            "nginx did not start: \((try? String(contentsOf: folder.appendingPathComponent("error.log"), encoding: .utf8)) ?? "")"
-        )
-        try await body(port)
+        try await SiwaTesting.withNginx(nginx, servers: servers, port: port) { try await body(port) }
     }
 
     /// One request through nginx from `source`, answered with its status code.

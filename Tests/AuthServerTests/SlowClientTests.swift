@@ -2,6 +2,7 @@ import AuthServer
 import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
+import SiwaTesting
 import Testing
 
 /// Slowloris: clients that open connections and send a request head slowly or never finish it neither block other

@@ -5,6 +5,7 @@ import Hummingbird
 import HummingbirdTesting
 import NIOCore
 import ServiceLifecycle
+import SiwaTesting
 import Testing
 
 /// Runs an application on a port chosen in advance (HummingbirdTesting's live tests always pick a fresh one, but the

@@ -1,5 +1,4 @@
 import Foundation
-import SiwaTesting
 
 #if canImport(Glibc)
 import Glibc
@@ -13,13 +12,13 @@ import Darwin
 ///
 /// `@unchecked Sendable`: a test uses each connection from one task at a time; the reads hop to another thread only
 /// while that task awaits them.
-final class RawSocketConnection: @unchecked Sendable {
+public final class RawSocketConnection: @unchecked Sendable {
     private let descriptor: Int32
     private var closed = false
 
     /// Connects to `127.0.0.1:port` from `source`, an address of the loopback range (127.0.0.0/8 is all on the
     /// loopback interface, so `127.0.0.2` is another client to the server).
-    init(port: Int, from source: String = "127.0.0.1") throws {
+    public init(port: Int, from source: String = "127.0.0.1") throws {
         descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard descriptor >= 0 else {
             closed = true
@@ -60,7 +59,7 @@ final class RawSocketConnection: @unchecked Sendable {
 
     deinit { close() }
 
-    func close() {
+    public func close() {
         guard !closed else { return }
         closed = true
         systemClose(descriptor)
@@ -68,7 +67,7 @@ final class RawSocketConnection: @unchecked Sendable {
 
     /// Sends `bytes`; `false` when the server has already closed the connection (no SIGPIPE).
     @discardableResult
-    func send(_ bytes: [UInt8]) -> Bool {
+    public func send(_ bytes: [UInt8]) -> Bool {
         var offset = 0
         while offset < bytes.count {
             let sent = bytes[offset...].withUnsafeBytes { systemSend(descriptor, $0) }
@@ -79,15 +78,15 @@ final class RawSocketConnection: @unchecked Sendable {
     }
 
     @discardableResult
-    func send(_ text: String) -> Bool { send(Array(text.utf8)) }
+    public func send(_ text: String) -> Bool { send(Array(text.utf8)) }
 
     /// Reads until the server closes the connection or `timeout` passes; `closedByServer` tells which.
-    func readUntilClosed(timeout: Duration) async throws -> (bytes: [UInt8], closedByServer: Bool) {
+    public func readUntilClosed(timeout: Duration) async throws -> (bytes: [UInt8], closedByServer: Bool) {
         try await offCooperativePool { self.blockingReadUntilClosed(timeout: timeout) }
     }
 
     /// Reads one HTTP/1.1 response with a `Content-Length` body; `nil` on timeout or when the server closed first.
-    func readResponse(timeout: Duration) async throws -> (status: Int, head: String, body: [UInt8])? {
+    public func readResponse(timeout: Duration) async throws -> (status: Int, head: String, body: [UInt8])? {
         try await offCooperativePool { self.blockingReadResponse(timeout: timeout) }
     }
 
@@ -158,7 +157,8 @@ private func systemSend(_ descriptor: Int32, _ bytes: UnsafeRawBufferPointer) ->
     send(descriptor, bytes.baseAddress, bytes.count, Int32(MSG_NOSIGNAL))
 }
 
-struct RawSocketError: Error, CustomStringConvertible {
-    let description: String
+/// A socket call that failed, with its `errno`.
+public struct RawSocketError: Error, CustomStringConvertible {
+    public let description: String
     init(_ description: String) { self.description = description }
 }
