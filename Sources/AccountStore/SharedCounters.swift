@@ -5,7 +5,8 @@ public import Foundation
 #endif
 
 /// Counts that every instance sharing a store adds to, so that the limits an operator configures (the rate limits,
-/// the web-flow and notification budgets, the sessions one identity token may open) hold for the whole deployment
+/// the web-flow and notification budgets; the store's sign-in adds the sessions one identity token may open,
+/// ``NewSession/bound``) hold for the whole deployment
 /// rather than for each process. Kept by a store that several processes share (PostgreSQL); a store used by one
 /// process has none (``AccountStore/sharedCounters()`` is `nil`) and its process counts in memory.
 ///
@@ -18,22 +19,6 @@ public protocol SharedCounters: Sendable {
     /// - Returns: The deployment's counts after the addition, one per increment (`count` is the total).
     /// - Throws: ``StoreError/Code/unavailable`` when the database cannot be reached.
     func add(_ increments: [SharedCount]) async throws(StoreError) -> [SharedCount]
-
-    /// Adds one to `key`'s count unless it has reached `limit`, atomically across instances.
-    ///
-    /// - Parameters:
-    ///   - key: The count's key (window `0`).
-    ///   - limit: The most the count may reach.
-    ///   - expiresAt: When the count may be purged (kept as the later of this and the stored expiry).
-    /// - Returns: `true` when it counted, `false` when the count had reached `limit`.
-    /// - Throws: ``StoreError/Code/unavailable`` when the database cannot be reached.
-    func increment(_ key: String, limit: Int, expiresAt: Date) async throws(StoreError) -> Bool
-
-    /// Takes one back from `key`'s count (window `0`), never below zero.
-    ///
-    /// - Parameter key: The count's key.
-    /// - Throws: ``StoreError/Code/unavailable`` when the database cannot be reached.
-    func decrement(_ key: String) async throws(StoreError)
 
     /// Deletes the counts that expired before `now`.
     ///

@@ -53,32 +53,6 @@ struct PostgresSharedCounters: SharedCounters {
         }
     }
 
-    func increment(_ key: String, limit: Int, expiresAt: Date) async throws(StoreError) -> Bool {
-        let expiry = try SQLValue.milliseconds(expiresAt)
-        let limit = Int64(limit)
-        // No row back: the count had reached the limit, and the update did not apply.
-        let query: PostgresQuery = """
-            INSERT INTO shared_counts (key, window_start, count, expires_at) VALUES (\(key), 0, 1, \(expiry))
-            ON CONFLICT (key, window_start) DO UPDATE SET count = shared_counts.count + 1
-            WHERE shared_counts.count < \(limit)
-            RETURNING count
-            """
-        return try await store.postgres("count an identity token's session") { connection, logger in
-            let result = try await connection.query(query, logger: logger)
-            for try await _ in result { return true }
-            return false
-        }
-    }
-
-    func decrement(_ key: String) async throws(StoreError) {
-        let query: PostgresQuery = """
-            UPDATE shared_counts SET count = count - 1 WHERE key = \(key) AND window_start = 0 AND count > 0
-            """
-        try await store.postgres("give back an identity token's session") { connection, logger in
-            for try await _ in try await connection.query(query, logger: logger) {}
-        }
-    }
-
     func purge(expiredBefore now: Date) async throws(StoreError) -> Int {
         let now = try SQLValue.milliseconds(now)
         let query: PostgresQuery = """

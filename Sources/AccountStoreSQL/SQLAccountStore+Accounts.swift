@@ -29,7 +29,9 @@ extension SQLAccountStore {
                 issuedAt: try SQLValue.milliseconds(session.issuedAt),
                 expiresAt: try SQLValue.milliseconds(session.expiresAt),
                 channel: session.metadata.channel?.rawValue, userAgent: session.metadata.userAgent,
-                clientAddress: session.metadata.clientAddress
+                clientAddress: session.metadata.clientAddress,
+                // Counted where the counts are shared (PostgreSQL); SQLite's one process counts in memory.
+                bound: connections.flavor == .postgres ? session.bound : nil
             )
         }
         // The sign-in's audit events (a new account's creation and the sign-in), when it starts a session; ids made in
@@ -87,13 +89,27 @@ extension SQLAccountStore {
                 channel: sessionRow.channel,
                 userAgent: sessionRow.userAgent,
                 clientAddress: sessionRow.clientAddress,
-                eventID: signInEventID
+                eventID: signInEventID,
+                boundKey: sessionRow.bound?.key,
+                boundExpiresAt: try sessionRow.bound.map { bound throws(StoreError) in
+                    try SQLValue.milliseconds(bound.expiresAt)
+                },
+                boundLimit: sessionRow.bound.map { Int64($0.limit) }
             )
             do {
                 let row = try await postgres("sign in") { connection, logger in
                     try await connection.lastRow(of: statement, logger: logger)
                 }
-                if let row { return SignInOutcome(user: try PostgresStatements.user(row), isNewUser: false) }
+                if let row {
+                    let user = try PostgresStatements.user(
+                        (
+                            row.0, row.1, row.2, row.3, row.4, row.5, row.6, row.7, row.8, row.9, row.10, row.11,
+                            row.12, row.13
+                        )
+                    )
+                    // A disabled account is counted nothing and refused as disabled.
+                    return SignInOutcome(user: user, isNewUser: false, sessionBoundReached: !row.14 && !user.isDisabled)
+                }
             } catch  where error.code == .notFound {
                 // The account was deleted while the statement ran (the session's reference failed): sign in afresh.
             }
@@ -149,6 +165,23 @@ extension SQLAccountStore {
             let outcome = try await findOrCreate(database)
             // A disabled account signs in to no session (the caller refuses it).
             if let sessionRow, !outcome.user.isDisabled {
+                if let bound = sessionRow.bound {
+                    let expiresAt = try SQLValue.milliseconds(bound.expiresAt)
+                    let counted = try await database.raw(
+                        """
+                        INSERT INTO shared_counts (key, window_start, count, expires_at)
+                        VALUES (\(bind: bound.key), 0, 1, \(bind: expiresAt))
+                        ON CONFLICT (key, window_start) DO UPDATE SET count = shared_counts.count + 1
+                        WHERE shared_counts.count < \(bind: Int64(bound.limit))
+                        RETURNING count
+                        """
+                    ).first()
+                    guard counted != nil else {
+                        var refused = outcome
+                        refused.sessionBoundReached = true
+                        return refused
+                    }
+                }
                 let userID = outcome.user.id.description
                 try await database.raw(
                     """

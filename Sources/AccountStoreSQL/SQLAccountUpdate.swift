@@ -36,7 +36,9 @@ enum SQLAccountUpdate {
     }
 
     /// The `UPDATE … RETURNING` statement, with each input written as `value` renders it.
-    static func sql(_ value: (Value) -> String) -> String {
+    /// - Parameter condition: SQL that must also hold for the update to apply (PostgreSQL's statement: the session
+    ///   bound was not reached).
+    static func sql(_ value: (Value) -> String, condition: String? = nil) -> String {
         let changes = """
             client_id IS DISTINCT FROM \(value(.clientID))
                 OR (\(value(.email)) IS NOT NULL AND (
@@ -67,7 +69,7 @@ enum SQLAccountUpdate {
                 updated_at = CASE WHEN \(changes) THEN \(value(.now)) ELSE updated_at END,
                 last_sign_in_at = CASE WHEN \(signInDue) THEN \(value(.now)) ELSE last_sign_in_at END,
                 apple_consent_revoked_at = NULL
-            WHERE apple_user_id = \(value(.appleUserID)) AND (
+            WHERE apple_user_id = \(value(.appleUserID))\(condition.map { " AND \($0)" } ?? "") AND (
                 \(changes)
                 OR \(signInDue)
             )

@@ -142,7 +142,8 @@ func assembleApplication(
         sealer: sealer,
         clock: clock,
         logger: logger,
-        metrics: metrics
+        metrics: metrics,
+        boundsSessionsInStore: sharedLimits != nil
     )
     let lifecycle = AccountLifecycle(
         configuration: configuration,

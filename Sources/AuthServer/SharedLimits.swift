@@ -11,8 +11,9 @@ import Foundation
 #endif
 
 /// Makes the limits of one instance hold for every instance that shares its store (PostgreSQL): the per-client rate
-/// limits, the web-flow budget and Apple's notification budget (``SharedRateLimitBuckets``, reconciled in batches)
-/// and the sessions one identity token may open (counted at each sign-in, atomically, by ``countSession(_:limit:expiresAt:)``).
+/// limits, the web-flow budget and Apple's notification budget (``SharedRateLimitBuckets``, reconciled in batches).
+/// The sessions one identity token may open are counted by the store in each sign-in's own write
+/// (``NewSession/bound``).
 ///
 /// Every `interval` it sends what this instance spent since the last batch to the store's ``SharedCounters`` in one
 /// statement, and takes what the other instances spent from its local buckets: no request waits for the database.
@@ -107,32 +108,6 @@ public final class SharedLimits: Service, Sendable {
             for set in sets { set.batchFailed() }
             failed(error)
             return false
-        }
-    }
-
-    /// Counts one session opened with an identity token across the deployment.
-    /// - Parameters:
-    ///   - key: The token's key (its hash, never the token).
-    ///   - limit: The most sessions it may open.
-    ///   - expiresAt: When the token expires.
-    /// - Returns: Whether it may open one; `nil` when the database did not answer.
-    func countSession(_ key: String, limit: Int, expiresAt: Date) async -> Bool? {
-        do {
-            let admitted = try await counters.increment("token:" + key, limit: limit, expiresAt: expiresAt)
-            answered()
-            return admitted
-        } catch {
-            failed(error)
-            return nil
-        }
-    }
-
-    /// Gives back a session counted by ``countSession(_:limit:expiresAt:)`` that was not opened.
-    func releaseSession(_ key: String) async {
-        do {
-            try await counters.decrement("token:" + key)
-        } catch {
-            failed(error)
         }
     }
 

@@ -1,5 +1,6 @@
 import AccountStore
 import AccountStoreSQL
+import AppleSignIn
 import AuthServer
 import Foundation
 import HTTPTypes
@@ -107,22 +108,48 @@ struct SharedLimitsTests {
         }
     }
 
-    @Test func theSessionCountIsAtomicUnderConcurrency() async throws {
+    /// Twenty sign-ins with one identity token at once, as three instances' would arrive: the store counts each in
+    /// the sign-in's own write, so exactly the bound start sessions, whether the sign-in is the account's first (the
+    /// general transaction) or a returning one (the prepared statement), and the others start none.
+    @Test func theStoreBoundsAnIdentityTokensSessionsUnderConcurrency() async throws {
         let url = try #require(ProcessInfo.processInfo.environment["SIWA_TEST_POSTGRES_URL"])
         let store = try await SQLAccountStore.postgres(url: url, schema: Self.newSchema(), logger: Self.logger)
         do {
-            let counters = try #require(store.sharedCounters())
-            let admitted = try await withThrowingTaskGroup(of: Bool.self) { group in
-                for _ in 0..<20 {
-                    group.addTask { try await counters.increment("token:raced", limit: 3, expiresAt: Date() + 60) }
-                }
-                return try await group.reduce(0) { $0 + ($1 ? 1 : 0) }
+            let facts = AppleSignInFacts(appleUserID: AppleUserID("000123.raced"), clientID: ClientID("com.example"))
+            let bound = SessionBound(key: "token:raced", limit: 3, expiresAt: Date() + 60)
+            func session() -> NewSession {
+                NewSession(
+                    sessionID: SessionID(),
+                    refreshTokenHash: (0..<32).map { _ in UInt8.random(in: 0...255) },
+                    issuedAt: Date(),
+                    expiresAt: Date() + 3600,
+                    bound: bound
+                )
             }
-            #expect(admitted == 3)
-            // Given back, counted again; expired, purged.
-            try await counters.decrement("token:raced")
-            #expect(try await counters.increment("token:raced", limit: 3, expiresAt: Date() + 60))
-            #expect(try await counters.purge(expiredBefore: Date() + 120) == 1)
+            let outcomes = try await withThrowingTaskGroup(of: SignInOutcome.self) { group in
+                for _ in 0..<20 {
+                    group.addTask { try await store.signIn(facts, startingSession: session(), now: Date()) }
+                }
+                return try await group.reduce(into: []) { $0.append($1) }
+            }
+            #expect(outcomes.filter { !$0.sessionBoundReached }.count == 3)
+            let user = try #require(outcomes.first?.user)
+            #expect(try await store.sessions(userID: user.id, now: Date(), limit: 100).count == 3)
+            // Another token of the same user has a count of its own; a sign-in without a bound is not counted.
+            var other = session()
+            other.bound = SessionBound(key: "token:other", limit: 3, expiresAt: Date() + 60)
+            #expect(try await store.signIn(facts, startingSession: other, now: Date()).sessionBoundReached == false)
+            let unbounded = NewSession(
+                sessionID: SessionID(),
+                refreshTokenHash: (0..<32).map { _ in UInt8.random(in: 0...255) },
+                issuedAt: Date(),
+                expiresAt: Date() + 3600
+            )
+            #expect(try await store.signIn(facts, startingSession: unbounded, now: Date()).sessionBoundReached == false)
+            #expect(try await store.signIn(facts, startingSession: session(), now: Date()).sessionBoundReached)
+            // Expired, purged.
+            let counters = try #require(store.sharedCounters())
+            #expect(try await counters.purge(expiredBefore: Date() + 120) == 2)
         } catch {
             await store.shutdown()
             throw error
@@ -236,16 +263,6 @@ final class SwitchableCounters: SharedCounters {
     func add(_ increments: [SharedCount]) async throws(StoreError) -> [SharedCount] {
         try check()
         return try await base.add(increments)
-    }
-
-    func increment(_ key: String, limit: Int, expiresAt: Date) async throws(StoreError) -> Bool {
-        try check()
-        return try await base.increment(key, limit: limit, expiresAt: expiresAt)
-    }
-
-    func decrement(_ key: String) async throws(StoreError) {
-        try check()
-        try await base.decrement(key)
     }
 
     func purge(expiredBefore now: Date) async throws(StoreError) -> Int {

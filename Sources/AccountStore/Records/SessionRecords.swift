@@ -34,19 +34,47 @@ public struct NewSession: Sendable, Hashable {
     public var expiresAt: Date
     /// How and from where the session was started, for the console.
     public var metadata: SessionMetadata
+    /// A bound the session counts against across the deployment (the sessions one identity token may open), counted
+    /// by a store with ``SharedCounters`` in the sign-in's own write; `nil`: none.
+    public var bound: SessionBound?
 
     public init(
         sessionID: SessionID,
         refreshTokenHash: [UInt8],
         issuedAt: Date,
         expiresAt: Date,
-        metadata: SessionMetadata = SessionMetadata()
+        metadata: SessionMetadata = SessionMetadata(),
+        bound: SessionBound? = nil
     ) {
         self.sessionID = sessionID
         self.refreshTokenHash = refreshTokenHash
         self.issuedAt = issuedAt
         self.expiresAt = expiresAt
         self.metadata = metadata
+        self.bound = bound
+    }
+}
+
+/// A limit on the sessions started under one key in the whole deployment, such as the sessions one identity token
+/// may open: a store that shares counts between instances (``AccountStore/sharedCounters()`` is not `nil`) counts
+/// each session under ``key`` in the sign-in's own write, atomically with it, and starts none once ``limit`` are
+/// counted (``SignInOutcome/sessionBoundReached``). A store used by one process ignores it: its process counts.
+public struct SessionBound: Sendable, Hashable {
+    /// What is counted; never a secret (an identity token is counted by its hash).
+    public var key: String
+    /// The most sessions the key may start.
+    public var limit: Int
+    /// When the count may be forgotten (the token's expiry).
+    public var expiresAt: Date
+
+    /// - Parameters:
+    ///   - key: What is counted, never a secret.
+    ///   - limit: The most sessions the key may start (at least 1).
+    ///   - expiresAt: When the count may be forgotten.
+    public init(key: String, limit: Int, expiresAt: Date) {
+        self.key = key
+        self.limit = limit
+        self.expiresAt = expiresAt
     }
 }
 

@@ -151,10 +151,14 @@ public struct SignInOutcome: Sendable, Hashable {
     /// Whether this sign-in finished a team transfer: the token's `transfer_sub` moved the account to its new `sub`
     /// (the store then records ``AuditEventType/transferCompleted`` with reason `sign_in`).
     public var completedTransfer: Bool
+    /// Whether the session's ``NewSession/bound`` had been reached: the store started no session (and moved no
+    /// last sign-in), and the caller refuses the sign-in.
+    public var sessionBoundReached: Bool
 
-    public init(user: UserRecord, isNewUser: Bool, completedTransfer: Bool = false) {
+    public init(user: UserRecord, isNewUser: Bool, completedTransfer: Bool = false, sessionBoundReached: Bool = false) {
         self.user = user
         self.isNewUser = isNewUser
         self.completedTransfer = completedTransfer
+        self.sessionBoundReached = sessionBoundReached
     }
 }

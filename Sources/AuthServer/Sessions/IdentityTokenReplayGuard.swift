@@ -11,9 +11,10 @@ import Foundation
 /// create sessions without end (each kept for weeks).
 ///
 /// A client that retries a sign-in whose answer it lost presents the same token again, so a few uses are allowed;
-/// past ``limit`` the sign-in is refused. Counted per process by the token's SHA-256 (with several instances the bound
-/// is this many per instance: ``SharedLimits`` can count it for the deployment, but as a statement of its own that
-/// cost a PostgreSQL sign-in 40% more CPU). Entries go when the token expires; the table is bounded.
+/// past ``limit`` the sign-in is refused. Counted in this process by the token's SHA-256, for a store that one process
+/// uses (SQLite, in memory); a store shared by several instances counts it in the sign-in's own write instead
+/// (``NewSession/bound``), so that the bound holds for the deployment. Entries go when the token expires; the table
+/// is bounded.
 final class IdentityTokenReplayGuard: Sendable {
     let limit: Int
     private let state = Mutex<[[UInt8]: (count: Int, expiresAt: Date)]>([:])

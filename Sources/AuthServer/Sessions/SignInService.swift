@@ -20,8 +20,11 @@ struct SignInService: Sendable {
     let logger: Logger
     /// Counts sign-ins, refused identity tokens and failed code exchanges (`nil`: counts nothing).
     let metrics: ServerMetrics?
-    /// Bounds the sessions one identity token opens.
+    /// Bounds the sessions one identity token opens, in this process (a store used by one process).
     let replays: IdentityTokenReplayGuard
+    /// Whether the store counts the sessions of an identity token for every instance, in the sign-in's own write
+    /// (``NewSession/bound``), rather than ``replays``.
+    let boundsSessionsInStore: Bool
 
     init(
         configuration: AuthServerConfiguration,
@@ -32,7 +35,8 @@ struct SignInService: Sendable {
         sealer: DataSealer,
         clock: any WallClock,
         logger: Logger,
-        metrics: ServerMetrics? = nil
+        metrics: ServerMetrics? = nil,
+        boundsSessionsInStore: Bool = false
     ) {
         self.configuration = configuration
         self.store = store
@@ -44,6 +48,7 @@ struct SignInService: Sendable {
         self.logger = logger
         self.metrics = metrics
         self.replays = IdentityTokenReplayGuard(limit: configuration.maximumSessionsPerIdentityToken)
+        self.boundsSessionsInStore = boundsSessionsInStore
     }
 
     /// A completed sign-in. It carries no access token: a route whose answer has one asks for it
@@ -92,16 +97,15 @@ struct SignInService: Sendable {
             }
             throw error
         }
-        guard replays.admit(identityToken, expiresAt: token.expiresAt, now: clock.now) else {
-            metrics?.identityTokenFailure(reason: AuthServerError.Code.identityTokenReplayed)
-            await refused("replay", channel: channel, clientID: token.aud)
-            throw AuthServerError.unauthorized(
-                AuthServerError.Code.identityTokenReplayed,
-                "this identity token has already signed in \(replays.limit) times; get a new one from Apple"
-            )
+        let limit = configuration.maximumSessionsPerIdentityToken
+        let bound =
+            boundsSessionsInStore && limit > 0
+            ? SessionBound(key: Self.boundKey(identityToken), limit: limit, expiresAt: token.expiresAt) : nil
+        if bound == nil, !replays.admit(identityToken, expiresAt: token.expiresAt, now: clock.now) {
+            try await refuseReplay(channel: channel, clientID: token.aud)
         }
         // The account and the session's first refresh token are one store transaction.
-        let session = sessions.prepareSession(
+        var session = sessions.prepareSession(
             contract: contract,
             metadata: SessionMetadata(
                 channel: channel,
@@ -109,6 +113,7 @@ struct SignInService: Sendable {
                 clientAddress: origin.clientAddress
             )
         )
+        session.record.bound = bound
         let outcome: SignInOutcome
         do {
             outcome = try await store.signIn(
@@ -131,8 +136,9 @@ struct SignInService: Sendable {
                 now: session.record.issuedAt
             )
         } catch {
-            // No session was opened: the token's count is given back (a retry after a 503 is no replay).
-            replays.release(identityToken)
+            // No session was opened: the token's count is given back (a retry after a 503 is no replay). The store's
+            // count went with its failed write.
+            if bound == nil { replays.release(identityToken) }
             // Linking by email found an account whose own Apple ID still signs in: refused, never taken over.
             guard error.code == .duplicate, configuration.linkAccountsByEmail else { throw error }
             await refused(AuthServerError.Code.emailInUse, channel: channel, clientID: token.aud)
@@ -141,6 +147,9 @@ struct SignInService: Sendable {
                 AuthServerError.Code.emailInUse,
                 "this email belongs to an account of another Apple ID; sign in with that Apple ID"
             )
+        }
+        if outcome.sessionBoundReached {
+            try await refuseReplay(channel: channel, clientID: token.aud, userID: outcome.user.id)
         }
         // A disabled account's sign-in started no session (the store's rule): refused.
         RequestLog.current?.identify(
@@ -177,6 +186,21 @@ struct SignInService: Sendable {
             refreshToken: session.refreshToken,
             userJSON: cached.json
         )
+    }
+
+    /// Refuses an identity token that has opened as many sessions as it may.
+    private func refuseReplay(channel: SignInChannel, clientID: ClientID, userID: UserID? = nil) async throws -> Never {
+        metrics?.identityTokenFailure(reason: AuthServerError.Code.identityTokenReplayed)
+        await refused("replay", channel: channel, clientID: clientID, userID: userID)
+        throw AuthServerError.unauthorized(
+            AuthServerError.Code.identityTokenReplayed,
+            "this identity token has already signed in \(replays.limit) times; get a new one from Apple"
+        )
+    }
+
+    /// The key an identity token's sessions are counted under: its SHA-256, never the token.
+    static func boundKey(_ identityToken: String) -> String {
+        "token:" + Hex.encode(SHA256.hash(data: Array(identityToken.utf8)))
     }
 
     /// An access token of the session `signedIn` started.

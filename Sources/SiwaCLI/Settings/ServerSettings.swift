@@ -302,6 +302,9 @@ struct ServerSettings {
             settings.databasePath = path
             settings.databaseIsConfigured = true
         }
+        if let seconds = try number("SIWA_DATABASE_POLL_INTERVAL", 1...3600) {
+            settings.server.storeRefreshInterval = .milliseconds(Int64(seconds * 1000))
+        }
         if let count = try wholeNumber("SIWA_DATABASE_MAX_CONNECTIONS", SQLAccountStore.maximumConnectionsRange) {
             settings.databaseMaxConnections = count
         }

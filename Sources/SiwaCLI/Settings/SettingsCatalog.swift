@@ -221,6 +221,16 @@ enum SettingsCatalog {
                         + "connection the server refuses fails its request with 503."
                 ),
                 .init(
+                    key: "database.pollInterval",
+                    variable: "SIWA_DATABASE_POLL_INTERVAL",
+                    defaultValue: "5",
+                    meaning:
+                        "Seconds (1 to 3600) between each instance's reads of the ended sessions and signing keys, in "
+                        + "case an announcement was missed. On PostgreSQL every instance applies them as they commit "
+                        + "(LISTEN/NOTIFY) and this read is the fallback after a lost listening connection; SQLite "
+                        + "relies on it for other processes' changes."
+                ),
+                .init(
                     key: "dataKey",
                     variable: "SIWA_DATA_KEY",
                     defaultValue: "",
