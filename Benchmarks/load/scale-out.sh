@@ -6,16 +6,21 @@
 #   2. Correctness: USERS distinct first sign-ins spread round-robin over the three instances (a Python driver, each
 #      token sent exactly once), then the accounts and sessions counted in the database.
 #   3. Refresh tokens raced: each of RACE_TOKENS refresh tokens presented to two instances at the same moment.
-# Loopback only; phase 1 is bounded by DURATION, phases 2 and 3 by their token counts.
+#   4. Endings under load: while instances 1 and 2 serve returning-user sign-ins with wrk for DURATION seconds, ENDINGS
+#      sessions are signed in and logged out at instance 1 and instance 3 is asked until it refuses each access token.
+#      The instances' poll of the database is set to ten minutes, so only the announcements (LISTEN/NOTIFY) count.
+# Loopback only; phases 1 and 4 are bounded by DURATION (and phase 4 by ENDINGS), phases 2 and 3 by their token counts.
 #
 #   Benchmarks/load/scale-out.sh                     # 10,000 users
 #   USERS=2000 DURATION=5 SIWA_BINARY=/tmp/siwa Benchmarks/load/scale-out.sh
 #
 # Checks, printed as PASS or FAIL (exit 1 on any FAIL): every sign-in answered 200, exactly USERS accounts and USERS
-# sessions, no refresh token accepted twice, each raced token accepted exactly once, no 5xx anywhere.
+# sessions, no refresh token accepted twice, each raced token accepted exactly once, no 5xx anywhere, every ending
+# refused by instance 3 with a p99 under 250 ms.
 set -euo pipefail
 USERS=${USERS:-10000}
 RACE_TOKENS=${RACE_TOKENS:-2000}
+ENDINGS=${ENDINGS:-200}
 CONNECTIONS=${CONNECTIONS:-24}
 DURATION=${DURATION:-8}
 WORKERS=${WORKERS:-16}
@@ -42,7 +47,7 @@ start_instance() {
     SIWA_BUNDLE_IDS=com.example.siwa.demo SIWA_PORT=$((BASE_PORT + index)) SIWA_METRICS_PORT=$((BASE_PORT + index + 2000)) \
     SIWA_RATE_LIMIT=0 \
     SIWA_REFRESH_REUSE_GRACE=0 SIWA_MAX_SESSIONS_PER_IDENTITY_TOKEN=0 SIWA_MAX_CONNECTIONS_PER_ADDRESS=100000 \
-    SIWA_DATA_KEY="$DATA_KEY" SIWA_DATABASE_URL="$(database_url "$database")" \
+    SIWA_DATA_KEY="$DATA_KEY" SIWA_DATABASE_URL="$(database_url "$database")" SIWA_DATABASE_POLL_INTERVAL=600 \
     "$SIWA" serve >"$WORK/server-$database-$index.log" 2>&1) &
   PIDS+=($!)
   echo $! >"$WORK/pid-$database-$index"
@@ -102,4 +107,15 @@ fi
 cat "$WORK/race.json"
 check "no refresh token accepted twice, no 5xx" "$raced"
 check "every raced token accepted exactly once" "$(python3 -c "import json; r=json.load(open('$WORK/race.json')); print('true' if r['tokensWithOneSuccess'] == r['tokens'] else 'false')")"
+
+echo "== endings under sign-in load: $ENDINGS logouts at instance 1, refused by instance 3; wrk on instances 1 and 2"
+python3 Benchmarks/load/tokens.py "$EMULATOR_PORT" "$ENDINGS" ending com.example.siwa.demo >"$WORK/tokens-endings"
+for index in 1 2; do sign_in_load "ending$index" "$WORK/token-returning" "$index"; done
+if python3 Benchmarks/load/endings.py "$WORK/tokens-endings" $((BASE_PORT + 1)) $((BASE_PORT + 3)) >"$WORK/endings.json"
+then ended=true; else ended=false; fi
+wait_loads
+cat "$WORK/endings.json"
+for index in 1 2; do echo "load on instance $index: $(rate "ending$index") sign-ins/s, p99 $(p99 "ending$index")"; done
+check "every ending refused by instance 3 within 30 s" "$ended"
+check "endings refused by instance 3 with a p99 under 250 ms" "$(python3 -c "import json; r=json.load(open('$WORK/endings.json')); print('true' if r['p99_ms'] is not None and r['p99_ms'] < 250 else 'false')")"
 exit $FAILED
