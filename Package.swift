@@ -371,6 +371,7 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
             ],
+            exclude: ["Python"],
             swiftSettings: swiftSettings
         ),
     ]

@@ -49,11 +49,15 @@ struct SiwaProcess {
 
     /// Starts `siwa emulator` in `directory` on a free port below the harnesses' ports and the ephemeral range, and
     /// waits until it serves its keys. Stop it with ``stopEmulator(_:)``.
-    static func startEmulator(in directory: URL) async throws -> (process: ChildProcess, port: Int) {
+    /// - Parameter arguments: more of its arguments, such as `--config FILE`.
+    static func startEmulator(
+        in directory: URL,
+        arguments: [String] = []
+    ) async throws -> (process: ChildProcess, port: Int) {
         let port = try freeLoopbackPort(in: 10_000..<20_000)
         let emulator = try ChildProcess(
             executable.path,
-            arguments: ["emulator", "--port", String(port)],
+            arguments: ["emulator", "--port", String(port)] + arguments,
             directory: directory.path
         )
         for _ in 0..<100 {
@@ -68,7 +72,7 @@ struct SiwaProcess {
         throw EmulatorNotUp(port: port)
     }
 
-    /// Stops an emulator started by ``startEmulator(in:)`` (SIGINT: graceful).
+    /// Stops an emulator started by ``startEmulator(in:arguments:)`` (SIGINT: graceful).
     static func stopEmulator(_ emulator: ChildProcess) {
         emulator.terminate(signal: SIGINT)
     }
@@ -115,5 +119,39 @@ extension SiwaProcess {
             stderr: log
         )
         return (server, port, log)
+    }
+}
+
+extension SiwaProcess {
+    /// POSTs `body` as JSON to the control API of the emulator on `port` (`/emulator/…`) and returns its JSON answer.
+    static func emulatorControl(port: Int, _ path: String, _ body: [String: Any]) async throws -> [String: Any] {
+        var request = URLRequest(url: URL(string: "http://127.0.0.1:\(port)\(path)")!)
+        request.httpMethod = "POST"
+        request.setValue("application/json", forHTTPHeaderField: "content-type")
+        request.httpBody = try JSONSerialization.data(withJSONObject: body)
+        let (data, response) = try await URLSession.shared.data(for: request)
+        let status = (response as? HTTPURLResponse)?.statusCode
+        guard status == 200, let answer = try JSONSerialization.jsonObject(with: data) as? [String: Any] else {
+            throw EmulatorAnswer(path: path, status: status, body: String(decoding: data, as: UTF8.self))
+        }
+        return answer
+    }
+
+    /// Every call the emulator on `port` received (`GET /emulator/log`): endpoint, grant type, client id, outcome.
+    static func emulatorLog(port: Int) async throws -> [[String: Any]] {
+        let (data, _) = try await URLSession.shared.data(from: URL(string: "http://127.0.0.1:\(port)/emulator/log")!)
+        guard let log = try JSONSerialization.jsonObject(with: data) as? [[String: Any]] else {
+            throw EmulatorAnswer(path: "/emulator/log", status: nil, body: String(decoding: data, as: UTF8.self))
+        }
+        return log
+    }
+
+    struct EmulatorAnswer: Error, CustomStringConvertible {
+        let path: String
+        let status: Int?
+        let body: String
+        var description: String {
+            "the emulator answered \(path) with \(status.map(String.init) ?? "no status"): \(body)"
+        }
     }
 }
