@@ -116,13 +116,13 @@ struct AdminConsoleBrowserTests {
                 harness.clock.advance(by: 20)
                 // Each step is in the account's audit log.
                 try await browser.navigate(to: harness.serverURL + "/admin/audit?user=\(ann)")
-                try await browser.wait(for: "the audit log") { _, source in source.contains("account_enabled") }
+                try await browser.wait(for: "the audit log") { _, source in source.contains("Account enabled") }
                 let audit = try await browser.pageSource()
-                for type in ["session_ended", "account_disabled", "account_enabled", "sign_in_refused", "sign_in"] {
-                    #expect(audit.contains("<td>\(type)</td>"), "\(type) in the audit log")
+                for words in ["Session ended", "Account disabled", "Account enabled", "Sign-in refused", "Signed in"] {
+                    #expect(audit.contains("<td>\(words)</td>"), "\(words) in the audit log")
                 }
-                #expect(audit.contains("admin \(adminID)"), "the admin's id is recorded")
-                #expect(audit.contains("reason disabled"))
+                #expect(audit.contains("admin <a href=\"/admin/users/\(adminID)\">"), "the admin, by name, linked")
+                #expect(audit.contains("reason <code>disabled</code>"))
                 try await screenshots(browser, "audit")
 
                 harness.clock.advance(by: 20)
@@ -136,8 +136,8 @@ struct AdminConsoleBrowserTests {
                 #expect(!revocations.isEmpty, "the emulator recorded Apple's revocation")
                 try await browser.navigate(to: harness.serverURL + "/admin/audit?user=\(ann)")
                 try await browser.wait(for: "the deletion in the audit log") { _, source in
-                    source.contains("<td>account_deleted</td>")
-                        && source.contains("<td>apple_revocation_confirmed</td>")
+                    source.contains("<td>Account deleted</td>")
+                        && source.contains("<td>Apple token revoked (confirmed)</td>")
                 }
 
                 // The overview counts what happened (every account, the refused sign-in).

@@ -140,8 +140,8 @@ struct AdminConsoleTests {
             #expect(detail.html.contains("name=\"token\""))
 
             let audit = try await Self.get(server, "/admin/audit?user=\(user.id)&type=sign_in", bearer: admin.token)
-            #expect(audit.html.contains("<td>sign_in</td>"))
-            #expect(audit.html.contains("channel native"))
+            #expect(audit.html.contains("<td>Signed in</td>"))
+            #expect(audit.html.contains("via native"))
 
             // A filter the page cannot read is a 400 naming it, never a filter quietly left out.
             for query in ["type=nonsense", "user=not-an-id", "since=yesterday"] {
@@ -190,5 +190,90 @@ struct AdminConsoleTests {
             #expect(try await server.store.user(id: user.id)?.disabledAt != nil)
             #expect(try await server.signIn("target@example.com").status == .forbidden)
         }
+    }
+
+    /// The console answers "what happened to this user" at a glance: events in words naming people (the account and
+    /// the admin by name or email, linked), filters with labels and relative periods, and an overview that leads
+    /// with what needs action.
+    @Test func theConsoleNamesPeopleAndLeadsWithWhatNeedsAttention() async throws {
+        try await ServerHarness.run { server in
+            let quiet = try await Self.get(server, "/admin", bearer: try await Self.admin(server, "first@example.com"))
+            #expect(quiet.html.contains("Nothing needs attention"))
+            #expect(quiet.html.contains("No data yet"), "an empty chart says so")
+
+            let admin = try await Self.signIn(server, "ada@example.com")
+            try await server.store.grantAdmin(AdminSubject(admin.id), by: .operator, now: Date())
+            let user = try await Self.signIn(server, "bob@example.com")
+            let refused = try await server.call(.post, "/auth/apple/native", json: ["identityToken": "not.a.token"])
+            #expect(refused.status == .unauthorized)
+            let detail = try await Self.get(server, "/admin/users/\(user.id)", bearer: admin.token)
+            let marker = "name=\"token\" value=\""
+            let start = try #require(detail.html.range(of: marker)).upperBound
+            let token = String(detail.html[start...].prefix(43))
+            // Deleting is set apart from the routine actions, after the sessions.
+            let danger = try #require(detail.html.range(of: "class=\"panel danger-zone\""))
+            #expect(detail.html.range(of: "/delete\"")!.lowerBound > danger.lowerBound)
+            #expect(detail.html.range(of: "/disable\"")!.lowerBound < danger.lowerBound)
+            let disabled = try await Self.post(
+                server,
+                "/admin/users/\(user.id)/disable",
+                form: [("token", token), ("confirm", "yes")],
+                bearer: admin.token
+            )
+            #expect(disabled.status == .seeOther)
+
+            let audit = try await Self.get(server, "/admin/audit?user=bob%40example.com&period=1h", bearer: admin.token)
+            #expect(audit.status == .ok)
+            #expect(audit.html.contains("<td>Account disabled</td>"), "events in words")
+            #expect(audit.html.contains("<td>Signed in</td>"))
+            #expect(audit.html.contains("<a href=\"/admin/users/\(user.id)\">bob@example.com</a>"), "the account")
+            #expect(
+                audit.html.contains("admin <a href=\"/admin/users/\(admin.id)\">ada@example.com</a>"),
+                "the admin who acted"
+            )
+            #expect(audit.html.contains("session started <code>"), "the session a sign-in started")
+            #expect(audit.html.contains("<label>Period<select name=\"period\">"), "filters have labels")
+            #expect(audit.html.contains("<option value=\"1h\" selected>Last hour</option>"))
+            #expect(!audit.html.contains("first@example.com"), "only bob's events")
+            let badPeriod = try await Self.get(server, "/admin/audit?period=1y", bearer: admin.token)
+            #expect(badPeriod.status == .badRequest)
+            #expect(badPeriod.html.contains("&#39;period&#39;"))
+            let nobody = try await Self.get(server, "/admin/audit?user=nobody%40example.com", bearer: admin.token)
+            #expect(nobody.html.contains("No account has the email nobody@example.com"))
+
+            let overview = try await Self.get(server, "/admin", bearer: admin.token)
+            let attention = try #require(overview.html.range(of: "<h2>Needs attention</h2>"))
+            #expect(attention.lowerBound < overview.html.range(of: "class=\"cards\"")!.lowerBound, "it leads")
+            #expect(overview.html.contains("1 refused sign-in in the last hour"))
+            #expect(overview.html.contains("<h2>Refused sign-ins in the last hour</h2>"))
+            #expect(overview.html.contains("<h2>Recent admin actions</h2>"))
+            #expect(overview.html.contains("<td>Account disabled</td>"))
+            #expect(overview.html.contains("<footer>siwa \(SiwaVersion.current)</footer>"), "the version")
+            #expect(overview.html.contains("Signed in as <strong>ada@example.com</strong>"))
+            #expect(overview.html.contains("admin (granted)"))
+            #expect(overview.html.contains("<form method=\"post\" action=\"/auth/logout\">"), "a sign-out")
+        }
+    }
+
+    /// A signed-in account without the role sees why and a way out, not the console's sections nor how an operator
+    /// would grant the role.
+    @Test func aNonAdminsRefusalShowsNoConsole() async throws {
+        try await ServerHarness.run { server in
+            let user = try await Self.signIn(server, "curious@example.com")
+            let page = try await Self.get(server, "/admin", bearer: user.token)
+            #expect(page.status == .forbidden)
+            #expect(!page.html.contains("<nav"))
+            #expect(!page.html.contains("/admin/users"))
+            #expect(!page.html.contains("grant-admin"))
+            #expect(!page.html.contains("SIWA_ADMIN_USERS"))
+            #expect(page.html.contains("action=\"/auth/logout\""), "a way out")
+        }
+    }
+
+    /// An admin's access token, granted before.
+    private static func admin(_ server: ServerHarness, _ email: String) async throws -> String {
+        let admin = try await signIn(server, email)
+        try await server.store.grantAdmin(AdminSubject(admin.id), by: .operator, now: Date())
+        return admin.token
     }
 }

@@ -201,12 +201,18 @@ struct AdminAPIController: Sendable {
     /// types, comma-separated), `since` and `until` (ISO 8601 dates or times). Anything it cannot read is a 400 naming
     /// the parameter, never a filter quietly left out.
     static func auditFilter(_ parameters: FlatDictionary<Substring, Substring>) throws -> AuditEventFilter {
+        try auditFilter { parameters[Substring($0)].map(String.init) }
+    }
+
+    /// The audit filter of the parameters `parameter` answers (`user`, `type`, `since`, `until`).
+    /// - Throws: 400 naming the parameter that cannot be read.
+    static func auditFilter(_ parameter: (String) -> String?) throws -> AuditEventFilter {
         var filter = AuditEventFilter()
-        if let user = parameters["user"].map(String.init), !user.isEmpty {
+        if let user = parameter("user"), !user.isEmpty {
             guard let id = UserID(user) else { throw Self.invalid("user", "is not a siwa user id") }
             filter.userID = id
         }
-        if let types = parameters["type"].map(String.init), !types.isEmpty {
+        if let types = parameter("type"), !types.isEmpty {
             var chosen = Set<AuditEventType>()
             for name in types.split(separator: ",") {
                 guard let type = AuditEventType(rawValue: String(name)) else {
@@ -217,8 +223,8 @@ struct AdminAPIController: Sendable {
             }
             filter.types = chosen
         }
-        filter.since = try Self.date(parameters["since"].map(String.init), "since")
-        filter.until = try Self.date(parameters["until"].map(String.init), "until")
+        filter.since = try Self.date(parameter("since"), "since")
+        filter.until = try Self.date(parameter("until"), "until")
         return filter
     }
 

@@ -47,7 +47,7 @@ struct AdminConsoleController: Sendable {
 
     // MARK: Who is asking
 
-    private enum Gate {
+    enum Gate {
         case admin(AdminAccess.Admin)
         case refused(Response)
 
@@ -60,7 +60,7 @@ struct AdminConsoleController: Sendable {
 
     /// The signed-in admin (the route's guard has let only an admin's session through), or the refusal page when the
     /// account lost the role or was disabled since.
-    private func gate(_ request: Request, _ context: SiwaRequestContext) async throws -> Gate {
+    func gate(_ request: Request, _ context: SiwaRequestContext) async throws -> Gate {
         do {
             return .admin(try await access.admin(context))
         } catch let error as AuthServerError {
@@ -90,13 +90,13 @@ struct AdminConsoleController: Sendable {
                 "This account holds the admin role. Only an admin listed in <code>SIWA_ADMIN_USERS</code> may end its "
                 + "sessions, disable or delete it."
         case AuthServerError.Code.adminRequired:
+            // Said to someone who is not an operator: no way in, no setting, no command.
             explanation =
-                "You are signed in, but your account does not hold the admin role. An operator grants it with "
-                + "<code>siwa users grant-admin</code> or lists your account in <code>SIWA_ADMIN_USERS</code>."
+                "You are signed in, but your account does not hold the admin role, so this console is not open to "
+                + "you. If you should have access, ask the people who run this service."
         case AuthServerError.Code.adminNetworkRefused:
             explanation =
-                "The console answers only the operators' networks (<code>SIWA_ADMIN_ALLOWED_NETWORKS</code>), and "
-                + "this request did not come from one of them."
+                "The console answers only the operators' networks, and this request did not come from one of them."
         default:
             explanation = HTMLPage.escape(error.message)
         }
@@ -112,15 +112,21 @@ struct AdminConsoleController: Sendable {
             signedInAs: admin.map(Self.name),
             main:
                 "<p class=\"notice error\">\(explanation)</p><p>Error code: <code>\(HTMLPage.escape(error.code))</code></p>"
+                + (error.code == AuthServerError.Code.adminRequired ? signOut : "")
         )
         return page.response(status: error.status)
     }
+
+    /// A way out for someone signed in with an account that is not an admin's.
+    private static let signOut = """
+        <form method="post" action="/auth/logout"><button type="submit" class="secondary">Sign out</button></form>
+        """
 
     static func name(_ admin: AdminAccess.Admin) -> String {
         admin.user.displayName ?? admin.user.email ?? admin.user.id.description
     }
 
-    private func page(
+    func page(
         _ title: String,
         _ section: AdminPage.Section,
         _ admin: AdminAccess.Admin,
@@ -132,6 +138,7 @@ struct AdminConsoleController: Sendable {
             title: title,
             section: section,
             signedInAs: Self.name(admin),
+            role: access.isConfigured(admin.subject) ? "admin (configuration)" : "admin (granted)",
             banner: Self.appleBanner(keys.appleHealth.failing),
             main: main
         )
@@ -154,6 +161,12 @@ struct AdminConsoleController: Sendable {
                 days: stats.days,
                 series: series.map { DailyChart.Series(name: $0.0, counts: $0.1) }
             )
+            guard series.contains(where: { $0.1.contains { $0 > 0 } }) else {
+                return """
+                    <section class="panel"><h2>\(HTMLPage.escape(title))</h2><p class="muted">No data yet: nothing \
+                    recorded in the last \(stats.days.count) days.</p></section>
+                    """
+            }
             return """
                 <section class="panel"><h2>\(HTMLPage.escape(title))</h2>\(chart.svg)\(chart.legend)\
                 <details><summary>The numbers</summary><div class="scroll">\(chart.table)</div></details></section>
@@ -162,9 +175,12 @@ struct AdminConsoleController: Sendable {
         let channels = stats.signInsByChannel.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
         let reasons = stats.refusedSignInsByReason.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
         let keysPanel = try await keysPanel()
+        let revocations = try await revocationsPanel()
+        let refused = try await refusedLastHour()
         let main =
-            "<div class=\"cards\">\(cards)</div>" + keysPanel
-            + (try await revocationsPanel())
+            attentionPanel(revocations: revocations.count, refused: refused.total)
+            + "<div class=\"cards\">\(cards)</div>" + keysPanel + revocations.panel + refused.panel
+            + (try await recentAdminActions())
             + chart(
                 "Sign-ins per day by channel",
                 channels.isEmpty ? [("sign-ins", stats.newAccounts.map { _ in 0 })] : channels
@@ -290,9 +306,17 @@ struct AdminConsoleController: Sendable {
         let actions =
             mayAct
             ? form("end-all", "End all sessions", "secondary", confirm: "Sign this account out everywhere")
-                + statusAction + form("delete", "Delete account", "danger", confirm: "Delete it and revoke at Apple")
+                + statusAction
             : "<p class=\"notice\">This account holds the admin role. Only an admin listed in "
                 + "<code>SIWA_ADMIN_USERS</code> may end its sessions, disable or delete it.</p>"
+        // Deleting cannot be undone: set apart from the routine actions, below the account's sessions.
+        let dangerZone =
+            mayAct
+            ? """
+            <section class="panel danger-zone" id="delete"><h2>Delete this account</h2><p>Its sessions end, its data \
+            goes and siwa revokes its Apple token; this cannot be undone.</p>\
+            \(form("delete", "Delete account", "danger", confirm: "Delete it and revoke at Apple"))</section>
+            """ : ""
         let main = """
             \(notice)<section class="panel"><dl>\
             <dt>Name</dt><dd>\(HTMLPage.escape(user.displayName ?? "(no name)"))</dd>\
@@ -309,7 +333,7 @@ struct AdminConsoleController: Sendable {
             <section class="panel"><h2>Sessions</h2><div class="scroll"><table><thead><tr><th>Created</th>\
             <th>Last used</th><th>Channel</th><th>User agent</th><th>Address</th><th>Expires</th><th></th></tr></thead>\
             <tbody>\(sessionRows.isEmpty ? "<tr><td colspan=\"7\">No sessions.</td></tr>" : sessionRows)</tbody></table></div></section>
-            <p><a href="/admin/audit?user=\(user.id)">This account's audit log</a></p>
+            <p><a href="/admin/audit?user=\(user.id)">This account's audit log</a></p>\(dangerZone)
             """
         return page(user.displayName ?? user.email ?? "Account", .users, admin, main)
     }
@@ -374,64 +398,11 @@ struct AdminConsoleController: Sendable {
         }
     }
 
-    @Sendable func audit(_ request: Request, context: SiwaRequestContext) async throws -> Response {
-        let gate = try await gate(request, context)
-        guard case .admin(let admin) = gate else { return gate.answer }
-        let parameters = request.uri.queryParameters
-        let userText = parameters["user"].map(String.init) ?? ""
-        let typeText = parameters["type"].map(String.init) ?? ""
-        let page: Page<AuditEvent>
-        do {
-            let filter = try AdminAPIController.auditFilter(parameters)
-            let cursor = try AdminAPIController.cursor(request)
-            page = try await AdminAPIController.refusingForeignCursors {
-                try await store.auditEvents(filter, limit: AdminAPIController.pageLimit, after: cursor)
-            }
-        } catch let error as AuthServerError {
-            return Self.refusal(error, admin: admin)
-        }
-        let options = (["all types"] + AuditEventType.allCases.map(\.rawValue)).map { name in
-            let value = name == "all types" ? "" : name
-            return "<option value=\"\(value)\"\(value == typeText ? " selected" : "")>\(name)</option>"
-        }.joined()
-        let rows = page.items.map { event in
-            let who = event.actor.subject.map { "admin \($0)" } ?? event.actor.kind
-            let what =
-                [
-                    event.channel.map { "channel \($0.rawValue)" }, event.clientID.map { "client \($0.rawValue)" },
-                    event.reason.map { "reason \($0)" },
-                ].compactMap { $0 } + event.details.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }
-            return """
-                <tr><td>\(Self.time(event.time))</td><td>\(HTMLPage.escape(event.type.rawValue))</td>\
-                <td>\(event.userID.map { "<a href=\"/admin/users/\($0)\">\($0)</a>" } ?? "–")</td>\
-                <td>\(HTMLPage.escape(who))</td><td>\(HTMLPage.escape(what.joined(separator: ", ")))</td></tr>
-                """
-        }.joined()
-        var nextQuery = "user=\(Self.queryValue(userText))&amp;type=\(Self.queryValue(typeText))"
-        nextQuery += "&amp;since=\(Self.queryValue(parameters["since"].map(String.init) ?? ""))"
-        nextQuery += "&amp;until=\(Self.queryValue(parameters["until"].map(String.init) ?? ""))"
-        let next =
-            page.next.map {
-                "<div class=\"pager\"><a href=\"/admin/audit?\(nextQuery)&amp;after=\($0)\">Older events</a></div>"
-            } ?? ""
-        let main = """
-            <form class="search" method="get" action="/admin/audit">\
-            <input type="text" name="user" value="\(HTMLPage.escape(userText))" placeholder="siwa user id" aria-label="User">\
-            <select name="type" aria-label="Event type">\(options)</select>\
-            <input type="date" name="since" value="\(HTMLPage.escape(parameters["since"].map(String.init) ?? ""))" aria-label="Since">\
-            <input type="date" name="until" value="\(HTMLPage.escape(parameters["until"].map(String.init) ?? ""))" aria-label="Until">\
-            <button type="submit">Filter</button></form>
-            <div class="panel scroll"><table><thead><tr><th>Time (UTC)</th><th>Event</th><th>Account</th><th>By</th>\
-            <th>Details</th></tr></thead><tbody>\(rows.isEmpty ? "<tr><td colspan=\"5\">No events.</td></tr>" : rows)</tbody></table></div>\(next)
-            """
-        return self.page("Audit log", .audit, admin, main)
-    }
-
     /// The Apple revocations not done yet: Apple unreachable or refusing, or a 200 after which the token still
     /// refreshes (unconfirmed). Nothing when the queue is empty.
-    private func revocationsPanel() async throws -> String {
+    private func revocationsPanel() async throws -> (panel: String, count: Int) {
         let waiting = try await store.dueAppleRevocations(now: .distantFuture, limit: 20)
-        guard !waiting.isEmpty else { return "" }
+        guard !waiting.isEmpty else { return ("", 0) }
         let rows = waiting.map { pending in
             """
             <tr><td><a href="/admin/users/\(pending.userID)"><code>\(pending.userID)</code></a></td>\
@@ -440,12 +411,95 @@ struct AdminConsoleController: Sendable {
             <td>\(HTMLPage.escape(pending.lastError ?? "not tried yet"))</td></tr>
             """
         }.joined()
-        return """
+        let panel = """
             <section class="panel" id="revocations"><h2>Apple revocations not confirmed</h2>\
             <p>Deleted accounts whose Apple token is not known to be revoked yet; siwa retries each until a refresh \
             grant with the token fails\(waiting.count == 20 ? " (the 20 due first)" : "").</p>\
             <div class="scroll"><table><thead><tr><th>Account</th><th>Client</th><th>Attempts</th>\
             <th>Next attempt</th><th>Last outcome</th></tr></thead><tbody>\(rows)</tbody></table></div></section>
+            """
+        return (panel, try await store.pendingAppleRevocationCount())
+    }
+
+    /// The overview's first panel: what needs an operator now, each item linked to its detail, or that nothing does.
+    private func attentionPanel(revocations: Int, refused: Int) -> String {
+        var items: [String] = []
+        if let first = keys.appleHealth.failing.first {
+            items.append(
+                "<li><span class=\"badge warn\">Apple</span> Apple refuses siwa's client secret for "
+                    + "<code>\(HTMLPage.escape(first.clientID.rawValue))</code> since \(Self.time(first.since)): "
+                    + "<a href=\"#keys\">keys and credentials</a></li>"
+            )
+        }
+        if revocations > 0 {
+            items.append(
+                "<li><span class=\"badge warn\">Revocations</span> \(revocations) deleted "
+                    + "\(revocations == 1 ? "account's" : "accounts'") Apple token not confirmed revoked: "
+                    + "<a href=\"#revocations\">the queue</a></li>"
+            )
+        }
+        if refused > 0 {
+            items.append(
+                "<li><span class=\"badge\">Refusals</span> \(refused) refused sign-in\(refused == 1 ? "" : "s") in "
+                    + "the last hour: <a href=\"#refused\">by reason</a></li>"
+            )
+        }
+        let list =
+            items.isEmpty
+            ? "<p class=\"muted\">Nothing needs attention: Apple accepts siwa's credentials, no revocation waits "
+                + "and no sign-in was refused in the last hour.</p>"
+            : "<ul class=\"attention\">\(items.joined())</ul>"
+        return "<section class=\"panel\" id=\"attention\"><h2>Needs attention</h2>\(list)</section>"
+    }
+
+    /// The sign-ins refused in the last hour, by reason (from the audit log; the first 500 counted).
+    private func refusedLastHour() async throws -> (panel: String, total: Int) {
+        let limit = 500
+        var filter = AuditEventFilter()
+        filter.types = [.signInRefused]
+        filter.since = clock.now.addingTimeInterval(-3_600)
+        let page = try await store.auditEvents(filter, limit: limit, after: nil)
+        guard !page.items.isEmpty else { return ("", 0) }
+        var byReason: [String: Int] = [:]
+        for event in page.items { byReason[event.reason ?? "unknown", default: 0] += 1 }
+        let rows = byReason.sorted { ($1.value, $0.key) < ($0.value, $1.key) }.map { reason, count in
+            """
+            <tr><td><code>\(HTMLPage.escape(reason))</code></td><td class="number">\(count)</td></tr>
+            """
+        }.joined()
+        let more = page.next == nil ? "" : " (the first \(limit) counted)"
+        let panel = """
+            <section class="panel" id="refused"><h2>Refused sign-ins in the last hour</h2>\
+            <p><a href="/admin/audit?type=sign_in_refused&amp;period=1h">In the audit log</a>\(more)</p>\
+            <div class="scroll"><table><thead><tr><th>Reason</th><th class="number">Sign-ins</th></tr></thead>\
+            <tbody>\(rows)</tbody></table></div></section>
+            """
+        return (panel, page.items.count)
+    }
+
+    /// The last actions of admins and operators on accounts and roles, in the audit log's words.
+    private func recentAdminActions() async throws -> String {
+        var filter = AuditEventFilter()
+        filter.types = [
+            .sessionEnded, .accountDisabled, .accountEnabled, .accountDeleted, .adminGranted, .adminRevoked,
+        ]
+        let events = try await store.auditEvents(filter, limit: 100, after: nil).items.filter {
+            if case .admin = $0.actor { return true }
+            return $0.actor == .operator
+        }.prefix(8)
+        let body: String
+        if events.isEmpty {
+            body = "<p class=\"muted\">No admin or operator has acted on an account yet.</p>"
+        } else {
+            let people = try await people(in: Array(events))
+            body = """
+                <div class="scroll"><table><thead><tr><th>Time (UTC)</th><th>Event</th><th>Account</th><th>By</th>\
+                <th>Details</th></tr></thead><tbody>\(events.map { auditRow($0, people) }.joined())</tbody></table></div>
+                """
+        }
+        return """
+            <section class="panel" id="admin-actions"><h2>Recent admin actions</h2>\(body)\
+            <p><a href="/admin/audit">The whole audit log</a></p></section>
             """
     }
 

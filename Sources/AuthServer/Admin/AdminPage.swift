@@ -9,8 +9,8 @@ import FoundationEssentials
 import Foundation
 #endif
 
-/// A page of the operator console (`/admin`): a header with the sections and who is signed in, then the section's
-/// content. Like every page of siwa: one stylesheet allowed by hash, no script, no external asset, never framed. The
+/// A page of the operator console (`/admin`): a header with the sections, who is signed in and as what, and a Sign out
+/// button, then the section's content; a page for someone who is not an admin (a refusal) has none of these. Like every page of siwa: one stylesheet allowed by hash, no script, no external asset, never framed. The
 /// layout works from 390 px (tables scroll sideways inside their own box) to 1,400 px wide.
 struct AdminPage {
     enum Section: String, CaseIterable, Sendable {
@@ -38,19 +38,35 @@ struct AdminPage {
     var title: String
     /// The section the page belongs to (marked in the navigation), `nil` for pages outside them (refusals).
     var section: Section?
-    /// Who is signed in, as shown in the header (already a display name, escaped here).
+    /// Who is signed in, as shown in the header (already a display name, escaped here); `nil` for a page seen by
+    /// someone who is not an admin, which then shows no navigation.
     var signedInAs: String?
+    /// The signed-in admin's role as shown beside the name (escaped here), e.g. `admin (configuration)`.
+    var role: String? = nil
     /// A notice above the page's content, on every page (Apple refusing siwa's client secret), already escaped.
     var banner: String? = nil
     /// Markup of `<main>`, already escaped.
     var main: String
 
     var html: String {
-        let navigation = Section.allCases.map { item in
-            let current = item == section ? " aria-current=\"page\"" : ""
-            return "<a href=\"\(item.path)\"\(current)>\(item.title)</a>"
-        }.joined()
-        let who = signedInAs.map { "<span class=\"who\">\(HTMLPage.escape($0))</span>" } ?? ""
+        // The sections and the account are an admin's only: a refusal shows neither the console's map nor a name.
+        let navigation =
+            signedInAs == nil
+            ? ""
+            : "<nav aria-label=\"Sections\">"
+                + Section.allCases.map { item in
+                    let current = item == section ? " aria-current=\"page\"" : ""
+                    return "<a href=\"\(item.path)\"\(current)>\(item.title)</a>"
+                }.joined() + "</nav>"
+        let who =
+            signedInAs.map { name in
+                let role = self.role.map { " <span class=\"role\">\(HTMLPage.escape($0))</span>" } ?? ""
+                return """
+                    <div class="who"><span>Signed in as <strong>\(HTMLPage.escape(name))</strong>\(role)</span>\
+                    <form method="post" action="/auth/logout"><button type="submit" class="signout">Sign out</button>\
+                    </form></div>
+                    """
+            } ?? ""
         return """
             <!doctype html>
             <html lang="en">
@@ -63,12 +79,12 @@ struct AdminPage {
             <style>\(Self.stylesheet)</style>
             </head>
             <body>
-            <header><a class="brand" href="/admin">siwa console</a><nav aria-label="Sections">\(navigation)</nav>\(who)\
-            </header>
+            <header><a class="brand" href="/admin">siwa console</a>\(navigation)\(who)</header>
             <main>
             \(banner ?? "")<h1>\(HTMLPage.escape(title))</h1>
             \(main)
             </main>
+            \(signedInAs == nil ? "" : "<footer>siwa \(SiwaVersion.current)</footer>")
             </body>
             </html>
             """
@@ -98,7 +114,19 @@ struct AdminPage {
         nav{display:flex;flex-wrap:wrap;gap:.25rem 1rem}
         nav a{padding:.25rem 0;border-bottom:2px solid transparent}
         nav a[aria-current=page]{border-bottom-color:#fff}
-        .who{margin-left:auto;font-size:.875rem;color:#d2d2d7}
+        .who{margin-left:auto;display:flex;flex-wrap:wrap;align-items:center;gap:.5rem .75rem;font-size:.875rem;\
+        color:#d2d2d7}
+        .who strong{color:#fff;font-weight:600}
+        .role{display:inline-block;padding:0 .45rem;border:1px solid #6e6e73;border-radius:999px;font-size:.75rem}
+        button.signout{min-height:32px;padding:0 .7rem;background:transparent;border-color:#d2d2d7;color:#fff}
+        .danger-zone{border:1px solid #f2b8b5}
+        .danger-zone h2{color:#8c1d18;margin-top:0}
+        .muted{color:#515154}
+        .attention{list-style:none;padding:0;margin:0}
+        .attention li{padding:.35rem 0;border-bottom:1px solid #e5e5ea}
+        .attention li:last-child{border-bottom:0}
+        form.search label{display:flex;flex-direction:column;gap:.15rem;font-size:.8rem;font-weight:600}
+        footer{max-width:84rem;margin:0 auto;padding:0 1.25rem 1.25rem;font-size:.8rem;color:#515154}
         main{max-width:84rem;margin:0 auto;padding:1.25rem}
         h1{font-size:1.5rem;margin:.25rem 0 1rem}
         h2{font-size:1.15rem;margin:1.5rem 0 .5rem}

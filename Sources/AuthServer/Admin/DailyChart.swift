@@ -55,8 +55,9 @@ struct DailyChart: Sendable {
             <defs>\(patterns(id))</defs>
 
             """
-        // Grid and axis labels: 0, half, top.
-        for fraction in [0.0, 0.5, 1.0] {
+        // Grid and axis labels: 0, half and top, whole numbers only (counts have no halves: a top of 1 or 5 has no
+        // middle line).
+        for fraction in top.isMultiple(of: 2) ? [0.0, 0.5, 1.0] : [0.0, 1.0] {
             let y = Double(Self.top) + plotHeight * (1 - fraction)
             let value = Int((Double(top) * fraction).rounded())
             out += """
