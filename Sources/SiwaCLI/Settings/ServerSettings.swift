@@ -10,16 +10,15 @@ import Logging
 /// Everything siwa reads from its settings (``SettingsSource``: environment, secret files, `.env`, configuration
 /// file), validated at start: a bad value stops start-up with a message naming the variable.
 struct ServerSettings {
-    var host = "127.0.0.1"
-    var port = 8080
-    /// `SIWA_METRICS_PORT`'s default: not the emulator's 9090 (a development machine runs both) nor Prometheus's own.
-    static let defaultMetricsPort = 9464
-    var server = AuthServerConfiguration()
+    /// Each value is read through its declaration in ``SettingsCatalog``, which holds the defaults.
+    var host: String
+    var port: Int
+    var server: AuthServerConfiguration
     /// The Apple side; `nil` only for a command that does not need it (``Purpose/database``) when it is not set up.
     var appleIfConfigured: AppleSignInConfiguration?
     /// `postgres://…` when set; otherwise SQLite at ``databasePath``.
     var databaseURL: String?
-    var databasePath = "siwa.sqlite"
+    var databasePath: String
     /// `SIWA_DATABASE_MAX_CONNECTIONS`: PostgreSQL's pool limit; `nil` for the store's default.
     var databaseMaxConnections: Int?
     /// The data keys: the first seals, every one opens.
@@ -27,13 +26,13 @@ struct ServerSettings {
     /// The server's own TLS (`SIWA_TLS_CERTIFICATE_FILE`, `SIWA_TLS_KEY_FILE`); `nil` for plain HTTP.
     var tls: ServerTLS?
     /// `SIWA_LOG_LEVEL`.
-    var logLevel = Logger.Level.info
+    var logLevel: Logger.Level
     /// Whether `SIWA_LOG_LEVEL` was set: an operator command logs only warnings unless asked for more.
     var logLevelIsSet = false
     /// `SIWA_LOG_FORMAT`.
-    var logFormat = LogFormat.text
+    var logFormat: LogFormat
     /// Where the data key is kept when `SIWA_DATA_KEY` is not set.
-    var dataKeyFile = "siwa-data.key"
+    var dataKeyFile: String
     /// Whether ``dataKeys`` were read (or created), rather than a random placeholder.
     var dataKeyFound = false
     /// Whether ``dataKeys`` were created just now, in ``dataKeyFile``.
@@ -89,55 +88,29 @@ struct ServerSettings {
     /// What facing the internet needs: connection caps, request deadlines, trusted proxies and session bounds.
     private static func loadEdgeSettings(
         into server: inout AuthServerConfiguration,
-        value: (String) -> String?,
-        number: (String, ClosedRange<Double>) throws -> Double?
+        from source: SettingsSource
     ) throws {
-        if let count = try number("SIWA_MAX_CONNECTIONS", 16...1_000_000) {
-            server.connections.maximumConnections = Int(count)
-        }
-        if let count = try number("SIWA_MAX_CONNECTIONS_PER_ADDRESS", 1...1_000_000) {
-            server.connections.maximumConnectionsPerAddress = Int(count)
-        }
-        if let seconds = try number("SIWA_REQUEST_HEAD_TIMEOUT", 1...3600) {
-            server.connections.requestHeadTimeout = .milliseconds(Int64(seconds * 1000))
-        }
-        if let seconds = try number("SIWA_REQUEST_BODY_TIMEOUT", 1...3600) {
-            server.connections.requestBodyTimeout = .milliseconds(Int64(seconds * 1000))
-        }
-        var header = TrustedProxies.Header.xForwardedFor
-        if let name = value("SIWA_FORWARDED_HEADER") {
-            guard let parsed = TrustedProxies.Header(rawValue: name.lowercased()) else {
+        server.connections.maximumConnections = try source.value(\.internet.maxConnections)
+        server.connections.maximumConnectionsPerAddress = try source.value(\.internet.maxConnectionsPerAddress)
+        server.connections.requestHeadTimeout = try source.value(\.internet.requestHeadTimeout)
+        server.connections.requestBodyTimeout = try source.value(\.internet.requestBodyTimeout)
+        let header = try source.value(\.internet.forwardedHeader)
+        if let proxies = try source.given(\.internet.trustedProxies) {
+            do throws(TrustedProxies.Failure) {
+                server.trustedProxies = try TrustedProxies(proxies, header: header)
+            } catch {
                 throw Problem(
-                    variable: "SIWA_FORWARDED_HEADER",
-                    fix: "expected x-forwarded-for or forwarded (the header your proxy writes), got '\(name)'"
+                    variable: SettingsCatalog.declared.internet.trustedProxies.variable,
+                    fix: error.description
                 )
             }
-            header = parsed
         }
-        if let list = value("SIWA_TRUSTED_PROXIES") {
-            do {
-                server.trustedProxies = try TrustedProxies(list.split(separator: ",").map(String.init), header: header)
-            } catch {
-                throw Problem(variable: "SIWA_TRUSTED_PROXIES", fix: error.description)
-            }
-        }
-        if let list = value("SIWA_ADMIN_ALLOWED_NETWORKS") {
-            do {
-                server.adminNetworks = try AddressRanges(list.split(separator: ",").map(String.init))
-            } catch {
-                throw Problem(variable: "SIWA_ADMIN_ALLOWED_NETWORKS", fix: error.description)
-            }
-        }
-        if let seconds = try number("SIWA_REFRESH_REUSE_GRACE", 0...60) { server.refreshReuseGrace = seconds }
-        if let count = try number("SIWA_MAX_SESSIONS_PER_IDENTITY_TOKEN", 0...1_000_000) {
-            server.maximumSessionsPerIdentityToken = Int(count)
-        }
-        if let count = try number("SIWA_MAX_FLOWS_PER_CLIENT", 1...1_000_000) {
-            server.maximumFlowsPerClient = Int(count)
-        }
-        if let rate = try number("SIWA_NOTIFICATION_RATE_LIMIT", 0...1_000_000) {
-            server.notificationRateLimit = rate == 0 ? nil : .init(requestsPerSecond: rate, burst: max(1, rate * 10))
-        }
+        server.adminNetworks = try source.value(\.internet.adminAllowedNetworks)
+        server.refreshReuseGrace = try source.value(\.sessions.refreshReuseGrace)
+        server.maximumSessionsPerIdentityToken = try source.value(\.sessions.maxSessionsPerIdentityToken)
+        server.maximumFlowsPerClient = try source.value(\.internet.maxFlowsPerClient)
+        let rate = try source.value(\.internet.notificationRateLimit)
+        server.notificationRateLimit = rate == 0 ? nil : .init(requestsPerSecond: rate, burst: max(1, rate * 10))
     }
 
     /// Reads the settings from `environment` alone (the demo's fixed settings, tests).
@@ -145,7 +118,7 @@ struct ServerSettings {
         try load(from: SettingsSource(environment: environment), createsDataKey: createsDataKey)
     }
 
-    /// Reads and validates the settings.
+    /// Reads and validates the settings, each through its declaration in ``SettingsCatalog``.
     /// - Parameters:
     ///   - createsDataKey: `false` (for `siwa doctor`) reads an existing data-key file but creates none.
     ///   - purpose: `.database` tolerates an Apple side that is not set up.
@@ -158,97 +131,40 @@ struct ServerSettings {
         purpose: Purpose = .server,
         refusesUnknownKeys: Bool = true
     ) throws -> ServerSettings {
-        func value(_ name: String) -> String? { source.value(name) }
-        func number(_ name: String, _ range: ClosedRange<Double>) throws -> Double? {
-            guard let text = value(name) else { return nil }
-            guard let number = Double(text), range.contains(number) else {
-                throw Problem(
-                    variable: name,
-                    fix:
-                        "expected a number from \(Self.plain(range.lowerBound)) to \(Self.plain(range.upperBound)), got '\(text)'"
-                )
-            }
-            return number
-        }
-        func wholeNumber(_ name: String, _ range: ClosedRange<Int>) throws -> Int? {
-            guard let number = try number(name, Double(range.lowerBound)...Double(range.upperBound)) else { return nil }
-            guard number == number.rounded() else {
-                throw Problem(
-                    variable: name,
-                    fix:
-                        "expected a whole number from \(range.lowerBound) to \(range.upperBound), got '\(Self.plain(number))'"
-                )
-            }
-            return Int(number)
-        }
-        func flag(_ name: String) throws -> Bool? {
-            guard let text = value(name)?.lowercased() else { return nil }
-            switch text {
-            case "1", "true", "yes", "on": return true
-            case "0", "false", "no", "off": return false
-            default: throw Problem(variable: name, fix: "expected true or false, got '\(text)'")
-            }
-        }
-
         if refusesUnknownKeys, let unknown = source.unknownFileKeys.first,
-            try flag("SIWA_ALLOW_UNKNOWN_SETTINGS") != true
+            try !source.value(\.server.allowUnknownSettings)
         {
             throw Problem(variable: unknown, fix: SettingsCatalog.unknownKeyFix(unknown))
         }
 
         var server = AuthServerConfiguration()
-        if let publicURL = value("SIWA_PUBLIC_URL") {
-            guard let url = URL(string: publicURL), url.scheme == "https" || url.scheme == "http", url.host != nil
-            else {
-                throw Problem(
-                    variable: "SIWA_PUBLIC_URL",
-                    fix: "expected the server's public URL such as https://auth.example.com"
-                )
-            }
-            server.publicURL = publicURL.hasSuffix("/") ? String(publicURL.dropLast()) : publicURL
-        }
-        if let seconds = try number("SIWA_ACCESS_TOKEN_LIFETIME", 60...86_400) { server.accessTokenLifetime = seconds }
-        if let seconds = try number("SIWA_REFRESH_TOKEN_LIFETIME", 3600...(365 * 86_400)) {
-            server.refreshTokenLifetime = seconds
-        }
-        if let required = try flag("SIWA_REQUIRE_SERVER_NONCE") { server.requireServerNonce = required }
-        if let rate = try number("SIWA_RATE_LIMIT", 0...1_000_000) {
-            let burst = try number("SIWA_RATE_BURST", 1...1_000_000) ?? max(1, rate * 2)
-            server.authRateLimit = rate == 0 ? nil : .init(requestsPerSecond: rate, burst: burst)
-        }
-        if let seconds = try number("SIWA_IDLE_TIMEOUT", 0...3600) {
-            server.idleTimeout = seconds == 0 ? nil : .milliseconds(Int64(seconds * 1000))
-        }
-        if let bytes = try number("SIWA_MAX_HEADER_SIZE", 4096...1_048_576) { server.maximumHeaderSize = Int(bytes) }
-        try loadEdgeSettings(into: &server, value: value, number: number)
-        if let count = try number("SIWA_USER_CACHE_SIZE", 1...10_000_000) { server.userCacheCapacity = Int(count) }
-        if let link = try flag("SIWA_LINK_ACCOUNTS_BY_EMAIL") { server.linkAccountsByEmail = link }
-        if let mode = value("SIWA_ACCOUNT_DELETION_MODE") {
-            guard let parsed = AccountDeletionMode(rawValue: mode.lowercased()) else {
-                throw Problem(
-                    variable: "SIWA_ACCOUNT_DELETION_MODE",
-                    fix: "expected delete or anonymise, got '\(mode)'"
-                )
-            }
-            server.lifecycle.deletionMode = parsed
-        }
-        if let seconds = try number("SIWA_APPLE_VALIDATION_INTERVAL", 3600...(90 * 86_400)) {
-            server.lifecycle.appleValidationInterval = seconds
-        }
-        if let refuse = try flag("SIWA_REFUSE_REFRESH_WHEN_APPLE_UNAVAILABLE") {
-            server.lifecycle.refuseRefreshWhenAppleUnavailable = refuse
-        }
-        if let days = try number("SIWA_AUDIT_RETENTION_DAYS", 1...3650) {
-            server.housekeeping.auditRetention = Double(Int(days)) * 86_400
-        }
+        server.publicURL = try source.value(\.server.publicURL)
+        server.accessTokenLifetime = try source.value(\.sessions.accessTokenLifetime)
+        server.refreshTokenLifetime = try source.value(\.sessions.refreshTokenLifetime)
+        server.requireServerNonce = try source.value(\.sessions.requireServerNonce)
+        let rate = try source.value(\.internet.rateLimit)
+        let burst = try source.given(\.internet.rateBurst) ?? max(1, rate * 2)
+        server.authRateLimit = rate == 0 ? nil : .init(requestsPerSecond: rate, burst: burst)
+        let idleTimeout = try source.value(\.internet.idleTimeout)
+        server.idleTimeout = idleTimeout == .zero ? nil : idleTimeout
+        server.maximumHeaderSize = try source.value(\.internet.maxHeaderSize)
+        try loadEdgeSettings(into: &server, from: source)
+        server.userCacheCapacity = try source.value(\.sessions.userCacheSize)
+        server.linkAccountsByEmail = try source.value(\.sessions.linkAccountsByEmail)
+        server.lifecycle.deletionMode = try source.value(\.lifecycle.deletionMode)
+        server.lifecycle.appleValidationInterval = try source.value(\.lifecycle.appleValidationInterval)
+        server.lifecycle.refuseRefreshWhenAppleUnavailable = try source.value(
+            \.lifecycle.refuseRefreshWhenAppleUnavailable
+        )
+        server.housekeeping.auditRetention = Double(try source.value(\.lifecycle.auditRetentionDays)) * 86_400
 
-        try loadWebSettings(into: &server, value: value, number: number, flag: flag)
-        try loadCompatibilitySettings(into: &server, value: value, flag: flag)
-        if let clients = value("SIWA_OIDC_CLIENTS") { server.openID.clients = try Self.openIDClients(clients) }
+        try loadWebSettings(into: &server, from: source)
+        try loadCompatibilitySettings(into: &server, from: source)
+        if let clients = try source.given(\.openID.clients) { server.openID.clients = clients }
 
         let apple: AppleSignInConfiguration?
         do {
-            apple = try loadApple(value: value, number: number)
+            apple = try loadApple(from: source)
         } catch {
             // An operator command that only needs the database runs without the Apple side.
             guard purpose == .database else { throw error }
@@ -256,66 +172,39 @@ struct ServerSettings {
         }
 
         var settings = ServerSettings(
+            host: try source.value(\.server.host),
+            port: try source.value(\.server.port),
             server: server,
             appleIfConfigured: apple,
-            dataKeys: DataKeyRing(key: SymmetricKey(size: .bits256))
+            databasePath: try source.value(\.storage.databasePath),
+            dataKeys: DataKeyRing(key: SymmetricKey(size: .bits256)),
+            logLevel: try source.value(\.server.logLevel),
+            logFormat: try source.value(\.server.logFormat),
+            dataKeyFile: try source.value(\.storage.dataKeyFile)
         )
-        if let host = value("SIWA_HOST") { settings.host = host }
-        if let port = try wholeNumber("SIWA_PORT", 0...65_535) { settings.port = port }
-        let metricsPort = try wholeNumber("SIWA_METRICS_PORT", 0...65_535) ?? Self.defaultMetricsPort
+        let metricsPort = try source.value(\.server.metricsPort)
         if metricsPort != 0, metricsPort == settings.port {
             throw Problem(
-                variable: "SIWA_METRICS_PORT",
+                variable: SettingsCatalog.declared.server.metricsPort.variable,
                 fix: "the metrics listener needs a port of its own, not SIWA_PORT's \(metricsPort) (0: no listener)"
             )
         }
         settings.server.metricsListener =
-            metricsPort == 0 ? nil : MetricsListener(host: value("SIWA_METRICS_HOST") ?? "127.0.0.1", port: metricsPort)
-        try loadTLS(into: &settings, publicURLIsSet: value("SIWA_PUBLIC_URL") != nil, value: value, number: number)
-        if let level = value("SIWA_LOG_LEVEL") {
-            guard let parsed = Logger.Level(rawValue: level.lowercased()) else {
-                throw Problem(
-                    variable: "SIWA_LOG_LEVEL",
-                    fix: "expected trace, debug, info, notice, warning, error or critical, got '\(level)'"
-                )
-            }
-            settings.logLevel = parsed
-            settings.logLevelIsSet = true
-        }
-        if let format = value("SIWA_LOG_FORMAT") {
-            guard let parsed = LogFormat(rawValue: format.lowercased()) else {
-                throw Problem(variable: "SIWA_LOG_FORMAT", fix: "expected text or json, got '\(format)'")
-            }
-            settings.logFormat = parsed
-        }
-        if let url = value("SIWA_DATABASE_URL") {
-            guard url.hasPrefix("postgres://") || url.hasPrefix("postgresql://") else {
-                throw Problem(
-                    variable: "SIWA_DATABASE_URL",
-                    fix: "expected postgres://user:password@host:port/database"
-                )
-            }
-            settings.databaseURL = url
-            settings.databaseIsConfigured = true
-        }
-        if let path = value("SIWA_DATABASE_PATH") {
-            settings.databasePath = path
-            settings.databaseIsConfigured = true
-        }
-        if let seconds = try number("SIWA_DATABASE_POLL_INTERVAL", 1...3600) {
-            settings.server.storeRefreshInterval = .milliseconds(Int64(seconds * 1000))
-        }
-        if let count = try wholeNumber("SIWA_DATABASE_MAX_CONNECTIONS", SQLAccountStore.maximumConnectionsRange) {
-            settings.databaseMaxConnections = count
-        }
-        let keyFile = value("SIWA_DATA_KEY_FILE") ?? "siwa-data.key"
-        settings.dataKeyFile = keyFile
-        if createsDataKey || value("SIWA_DATA_KEY") != nil || FileManager.default.fileExists(atPath: keyFile) {
-            let existed = value("SIWA_DATA_KEY") != nil || FileManager.default.fileExists(atPath: keyFile)
-            settings.dataKeys = try loadDataKeys(value("SIWA_DATA_KEY"), file: keyFile)
+            metricsPort == 0 ? nil : MetricsListener(host: try source.value(\.server.metricsHost), port: metricsPort)
+        try loadTLS(into: &settings, from: source)
+        settings.logLevelIsSet = source.isGiven(\.server.logLevel)
+        settings.databaseURL = try source.given(\.storage.databaseURL)
+        settings.databaseIsConfigured = source.isGiven(\.storage.databaseURL) || source.isGiven(\.storage.databasePath)
+        settings.databaseMaxConnections = try source.value(\.storage.databaseMaxConnections)
+        settings.server.storeRefreshInterval = try source.value(\.storage.databasePollInterval)
+        let keyFile = settings.dataKeyFile
+        let keysFromVariable = try source.given(\.storage.dataKey)
+        let existed = keysFromVariable != nil || FileManager.default.fileExists(atPath: keyFile)
+        if createsDataKey || existed {
+            settings.dataKeys = try keysFromVariable ?? loadDataKeys(file: keyFile)
             settings.dataKeyFound = true
             settings.dataKeyCreated = !existed
-            settings.dataKeyFromVariable = value("SIWA_DATA_KEY") != nil
+            settings.dataKeyFromVariable = keysFromVariable != nil
         }
         return settings
     }
@@ -323,31 +212,17 @@ struct ServerSettings {
     /// Built-in HTTPS: both files or neither; a certificate that cannot be used stops start-up naming its setting. The
     /// public URL must then be https (it is `https://localhost:<port>` when not set), since cookies' `Secure` flag and
     /// `__Host-` prefix follow it.
-    private static func loadTLS(
-        into settings: inout ServerSettings,
-        publicURLIsSet: Bool,
-        value: (String) -> String?,
-        number: (String, ClosedRange<Double>) throws -> Double?
-    ) throws {
-        if let seconds = try number("SIWA_TLS_RELOAD_INTERVAL", 1...86_400) {
-            settings.server.tlsReloadInterval = .milliseconds(Int64(seconds * 1000))
-        }
-        // Whole seconds: the header's max-age takes no fraction.
-        if let seconds = try number("SIWA_TLS_HSTS_MAX_AGE", 0...63_072_000) {
-            guard seconds == seconds.rounded() else {
-                throw Problem(
-                    variable: "SIWA_TLS_HSTS_MAX_AGE",
-                    fix: "expected whole seconds, got '\(Self.plain(seconds))'"
-                )
-            }
-            settings.server.hstsMaxAge = seconds == 0 ? nil : Int(seconds)
-        }
-        let certificate = value("SIWA_TLS_CERTIFICATE_FILE")
-        let key = value("SIWA_TLS_KEY_FILE")
+    private static func loadTLS(into settings: inout ServerSettings, from source: SettingsSource) throws {
+        let https = SettingsCatalog.declared.https
+        settings.server.tlsReloadInterval = try source.value(\.https.reloadInterval)
+        let hstsMaxAge = try source.value(\.https.hstsMaxAge)
+        settings.server.hstsMaxAge = hstsMaxAge == 0 ? nil : hstsMaxAge
+        let certificate = try source.given(\.https.certificateFile)
+        let key = try source.given(\.https.keyFile)
         guard certificate != nil || key != nil else { return }
         guard let certificate, let key else {
             throw Problem(
-                variable: certificate == nil ? "SIWA_TLS_CERTIFICATE_FILE" : "SIWA_TLS_KEY_FILE",
+                variable: certificate == nil ? https.certificateFile.variable : https.keyFile.variable,
                 fix: "set SIWA_TLS_CERTIFICATE_FILE and SIWA_TLS_KEY_FILE together"
             )
         }
@@ -355,15 +230,15 @@ struct ServerSettings {
             settings.tls = try ServerTLS(certificateFile: certificate, keyFile: key)
         } catch {
             throw Problem(
-                variable: error.file == key ? "SIWA_TLS_KEY_FILE" : "SIWA_TLS_CERTIFICATE_FILE",
+                variable: error.file == key ? https.keyFile.variable : https.certificateFile.variable,
                 fix: error.description
             )
         }
-        if !publicURLIsSet {
+        if !source.isGiven(\.server.publicURL) {
             settings.server.publicURL = "https://localhost:\(settings.port)"
         } else if !settings.server.publicURL.hasPrefix("https://") {
             throw Problem(
-                variable: "SIWA_PUBLIC_URL",
+                variable: SettingsCatalog.declared.server.publicURL.variable,
                 fix:
                     "siwa serves https (SIWA_TLS_CERTIFICATE_FILE) but the public URL is \(settings.server.publicURL); "
                     + "set the https URL browsers use"
@@ -372,98 +247,85 @@ struct ServerSettings {
     }
 
     /// The Apple side: client ids, the team's credentials, Apple's base URL and the clock leeway.
-    private static func loadApple(
-        value: (String) -> String?,
-        number: (String, ClosedRange<Double>) throws -> Double?
-    ) throws -> AppleSignInConfiguration {
-        let bundleIDs = (value("SIWA_BUNDLE_IDS") ?? "").split(separator: ",").map {
-            ClientID(String($0).trimmingCharacters(in: .whitespaces))
-        }
-        let servicesID = value("SIWA_SERVICES_ID").map { ClientID($0) }
+    private static func loadApple(from source: SettingsSource) throws -> AppleSignInConfiguration {
+        let bundleIDs = try source.value(\.apple.bundleIDs).map { ClientID($0) }
+        let servicesID = try source.given(\.apple.servicesID).map { ClientID($0) }
         var credentials: ClientSecretCredentials?
-        if let teamID = value("SIWA_TEAM_ID") {
-            guard let keyID = value("SIWA_KEY_ID") else {
+        if let teamID = try source.given(\.apple.teamID) {
+            guard let keyID = try source.given(\.apple.keyID) else {
                 throw Problem(
-                    variable: "SIWA_KEY_ID",
+                    variable: SettingsCatalog.declared.apple.keyID.variable,
                     fix: "set it with SIWA_TEAM_ID: the 10-character id of your .p8 key"
                 )
             }
-            let key: AppleDeveloperKey.Source
-            if let file = value("SIWA_PRIVATE_KEY_FILE") {
-                key = .file(file)
-            } else if let pem = value("SIWA_PRIVATE_KEY") {
-                key = .pem(pem)
-            } else if let base64 = value("SIWA_PRIVATE_KEY_BASE64") {
-                key = .base64(base64)
-            } else {
+            guard let key = try developerKey(from: source) else {
                 throw Problem(
-                    variable: "SIWA_PRIVATE_KEY_FILE",
+                    variable: SettingsCatalog.declared.apple.privateKeyFile.variable,
                     fix: "set SIWA_PRIVATE_KEY_FILE (or SIWA_PRIVATE_KEY, SIWA_PRIVATE_KEY_BASE64) to your AuthKey_*.p8"
                 )
             }
             do {
-                credentials = try ClientSecretCredentials(teamID: teamID, keyID: keyID, privateKey: key)
+                credentials = try ClientSecretCredentials(teamID: teamID, keyID: keyID, privateKey: key.source)
             } catch {
-                throw Problem(variable: "SIWA_" + Self.environmentName(error.reason), fix: error.reason)
+                throw Problem(variable: key.variable, fix: error.reason)
             }
         }
-        let configuredKeySet = try loadAppleKeySet(value: value)
+        let configuredKeySet = try loadAppleKeySet(from: source)
         do {
             var apple = try AppleSignInConfiguration(
                 bundleIDs: bundleIDs,
                 servicesID: servicesID,
                 credentials: credentials,
-                appleBaseURL: try AppleBaseURL(value("SIWA_APPLE_BASE_URL") ?? "https://appleid.apple.com"),
-                clockLeeway: try number("SIWA_CLOCK_LEEWAY", 0...300) ?? 60
+                appleBaseURL: try source.value(\.apple.appleBaseURL),
+                clockLeeway: try source.value(\.apple.clockLeeway)
             )
             apple.configuredKeySet = configuredKeySet
             return apple
         } catch let error as AppleSignInError {
-            throw Problem(variable: "SIWA_" + Self.environmentName(error.reason), fix: error.reason)
+            // The shapes are the declarations' to check; what is left is the whole: no client id, or a Services ID
+            // that is also a bundle id.
+            let variable =
+                error.reason.hasPrefix("servicesID")
+                ? SettingsCatalog.declared.apple.servicesID.variable : SettingsCatalog.declared.apple.bundleIDs.variable
+            throw Problem(variable: variable, fix: error.reason)
         }
+    }
+
+    /// The Apple developer key the settings give, and its variable: the file, else the PEM text, else the base64.
+    static func developerKey(
+        from source: SettingsSource
+    ) throws(Problem) -> (variable: String, source: AppleDeveloperKey.Source)? {
+        let apple = SettingsCatalog.declared.apple
+        if let file = try source.given(\.apple.privateKeyFile) { return (apple.privateKeyFile.variable, .file(file)) }
+        if let pem = try source.given(\.apple.privateKey) { return (apple.privateKey.variable, .pem(pem)) }
+        if let base64 = try source.given(\.apple.privateKeyBase64) {
+            return (apple.privateKeyBase64.variable, .base64(base64))
+        }
+        return nil
     }
 
     /// `SIWA_APPLE_KEY_SET` (or its `_FILE`) and `SIWA_APPLE_KEY_SET_MODE`: a copy of Apple's key set, refused whole
     /// when any key in it is unusable, since the key it lost would fail only at the sign-in that needs it.
-    static func loadAppleKeySet(value: (String) -> String?) throws -> ConfiguredAppleKeySet? {
-        let mode = value("SIWA_APPLE_KEY_SET_MODE")
-        var use = ConfiguredAppleKeySet.Use.fallback
-        if let mode {
-            guard let parsed = ConfiguredAppleKeySet.Use(rawValue: mode.lowercased()) else {
-                throw Problem(variable: "SIWA_APPLE_KEY_SET_MODE", fix: "expected fallback or instead, got '\(mode)'")
-            }
-            use = parsed
-        }
-        guard let text = value("SIWA_APPLE_KEY_SET"), !text.isEmpty else {
-            if mode != nil {
+    static func loadAppleKeySet(from source: SettingsSource) throws -> ConfiguredAppleKeySet? {
+        let use = try source.value(\.apple.appleKeySetMode)
+        guard let keySet = try source.given(\.apple.appleKeySet) else {
+            if source.isGiven(\.apple.appleKeySetMode) {
                 throw Problem(
-                    variable: "SIWA_APPLE_KEY_SET_MODE",
+                    variable: SettingsCatalog.declared.apple.appleKeySetMode.variable,
                     fix: "set SIWA_APPLE_KEY_SET_FILE (or SIWA_APPLE_KEY_SET) to a copy of Apple's /auth/keys too"
                 )
             }
             return nil
         }
-        do {
-            return ConfiguredAppleKeySet(keySet: try AppleKeySet(configuredJWKS: Array(text.utf8)), use: use)
-        } catch {
-            throw Problem(
-                variable: "SIWA_APPLE_KEY_SET",
-                fix: "\(error.reason); expected a copy of Apple's key set, {\"keys\": [...]} from /auth/keys"
-            )
-        }
+        return ConfiguredAppleKeySet(keySet: keySet, use: use)
     }
 
-    /// The tutorials' client contracts: `SIWA_COMPAT` (a comma-separated list of servicestack, vapor, rentmanager, or
-    /// all), `SIWA_ADMIN_USERS` (siwa user ids or Apple user ids with the Admin role), `SIWA_SERVICESTACK_TOKEN_COOKIES`.
+    /// The tutorials' client contracts: `SIWA_COMPAT`, `SIWA_ADMIN_USERS` and `SIWA_SERVICESTACK_TOKEN_COOKIES`.
     private static func loadCompatibilitySettings(
         into server: inout AuthServerConfiguration,
-        value: (String) -> String?,
-        flag: (String) throws -> Bool?
+        from source: SettingsSource
     ) throws {
-        let contracts = (value("SIWA_COMPAT") ?? "").split(separator: ",").map {
-            $0.trimmingCharacters(in: .whitespaces).lowercased()
-        }.filter { !$0.isEmpty }
-        for contract in contracts {
+        for contract in try source.value(\.compatibility.compat) {
             switch contract {
             case "all":
                 server.compatibility.serviceStack = true
@@ -471,29 +333,11 @@ struct ServerSettings {
                 server.compatibility.rentManager = true
             case "servicestack": server.compatibility.serviceStack = true
             case "vapor": server.compatibility.vaporTutorial = true
-            case "rentmanager": server.compatibility.rentManager = true
-            default:
-                throw Problem(
-                    variable: "SIWA_COMPAT",
-                    fix: "expected a list of servicestack, vapor, rentmanager or all, got '\(contract)'"
-                )
+            default: server.compatibility.rentManager = true
             }
         }
-        let admins = (value("SIWA_ADMIN_USERS") ?? "").split(separator: ",").map {
-            $0.trimmingCharacters(in: .whitespaces).lowercased()
-        }.filter { !$0.isEmpty }
-        if let email = admins.first(where: { $0.contains("@") }) {
-            throw Problem(
-                variable: "SIWA_ADMIN_USERS",
-                fix:
-                    "'\(email)' is an email: roles are granted by siwa user id or Apple user id (sub) only, since an email "
-                    + "can be unverified or shared by several Apple IDs; `siwa users list` shows both ids"
-            )
-        }
-        server.compatibility.adminUsers = Set(admins)
-        if let cookies = try flag("SIWA_SERVICESTACK_TOKEN_COOKIES") {
-            server.compatibility.serviceStackTokenCookies = cookies
-        }
+        server.compatibility.adminUsers = Set(try source.value(\.compatibility.adminUsers))
+        server.compatibility.serviceStackTokenCookies = try source.value(\.compatibility.servicestackTokenCookies)
     }
 
     /// `SIWA_OIDC_CLIENTS`: the OpenID provider's relying parties, a JSON array of objects (docs/oidc.md).
@@ -627,99 +471,28 @@ struct ServerSettings {
     /// names and flags, and the domain-association file.
     private static func loadWebSettings(
         into server: inout AuthServerConfiguration,
-        value: (String) -> String?,
-        number: (String, ClosedRange<Double>) throws -> Double?,
-        flag: (String) throws -> Bool?
+        from source: SettingsSource
     ) throws {
-        func list(_ name: String) -> [String] {
-            (value(name) ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter {
-                !$0.isEmpty
-            }
-        }
-        if let callback = value("SIWA_WEB_CALLBACK_URL") {
-            guard ReturnURLPolicy.origin(of: callback) != nil else {
-                throw Problem(
-                    variable: "SIWA_WEB_CALLBACK_URL",
-                    fix:
-                        "expected the https URL registered for the Services ID, such as https://auth.example.com/auth/apple/callback"
-                )
-            }
-            server.web.callbackURL = callback
-        }
-        server.web.allowedReturnOrigins = list("SIWA_ALLOWED_RETURN_ORIGINS")
-        server.web.allowedAndroidPackages = list("SIWA_ALLOWED_ANDROID_PACKAGES")
-        do {
-            _ = try ReturnURLPolicy(allowedOrigins: server.web.allowedReturnOrigins)
-        } catch {
-            throw Problem(variable: "SIWA_ALLOWED_RETURN_ORIGINS", fix: error.reason)
-        }
-        do {
-            _ = try ReturnURLPolicy(allowedAndroidPackages: server.web.allowedAndroidPackages)
-        } catch {
-            throw Problem(variable: "SIWA_ALLOWED_ANDROID_PACKAGES", fix: error.reason)
-        }
-        if let seconds = try number("SIWA_WEB_STATE_LIFETIME", 60...3600) { server.web.stateLifetime = seconds }
-        for (variable, keyPath) in [
-            ("SIWA_SESSION_COOKIE", \WebSignInConfiguration.sessionCookieName),
-            ("SIWA_REFRESH_COOKIE", \WebSignInConfiguration.refreshCookieName),
-        ] {
-            guard let name = value(variable) else { continue }
-            guard !name.isEmpty, name.utf8.count <= 64,
-                name.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_" || $0 == "-") })
-            else {
-                throw Problem(variable: variable, fix: "expected a cookie name of letters, digits, '_' and '-'")
-            }
-            server.web[keyPath: keyPath] = name
-        }
+        server.web.callbackURL = try source.given(\.web.callbackURL)
+        server.web.allowedReturnOrigins = try source.value(\.web.allowedReturnOrigins)
+        server.web.allowedAndroidPackages = try source.value(\.web.allowedAndroidPackages)
+        server.web.stateLifetime = try source.value(\.web.stateLifetime)
+        server.web.sessionCookieName = try source.value(\.web.sessionCookie)
+        server.web.refreshCookieName = try source.value(\.web.refreshCookie)
         guard server.web.sessionCookieName != server.web.refreshCookieName else {
-            throw Problem(variable: "SIWA_REFRESH_COOKIE", fix: "the two cookie names must differ")
+            throw Problem(
+                variable: SettingsCatalog.declared.web.refreshCookie.variable,
+                fix: "the two cookie names must differ"
+            )
         }
-        if let secure = try flag("SIWA_SECURE_COOKIES") { server.web.secureCookies = secure }
-        if let file = value("SIWA_DOMAIN_ASSOCIATION_FILE") {
-            guard let data = FileManager.default.contents(atPath: file), let text = String(data: data, encoding: .utf8)
-            else {
-                throw Problem(
-                    variable: "SIWA_DOMAIN_ASSOCIATION_FILE",
-                    fix: "cannot read \(file): expected the apple-developer-domain-association.txt Apple gave you"
-                )
-            }
-            server.web.domainAssociation = text
-        }
+        server.web.secureCookies = try source.given(\.web.secureCookies)
+        server.web.domainAssociation = try source.given(\.web.domainAssociationFile)
     }
 
-    /// A bound as people write it: `65535`, not `65535.0`.
-    static func plain(_ number: Double) -> String {
-        number == number.rounded() && abs(number) < 1e15 ? String(Int64(number)) : String(number)
-    }
-
-    /// The data keys from `SIWA_DATA_KEY` (comma-separated base64 of 32 bytes each, the first sealing), or from the
-    /// key file, created on first start with one new key (0600).
-    static func loadDataKeys(_ list: String?, file: String) throws -> DataKeyRing {
-        if let list {
-            do {
-                return try DataKeyRing.parse(list: list)
-            } catch {
-                throw Problem(
-                    variable: "SIWA_DATA_KEY",
-                    fix: "\(error); the value is a comma-separated list of keys, the first sealing"
-                )
-            }
-        }
+    /// The data keys of the key file, created on first start with one new key (0600).
+    static func loadDataKeys(file: String) throws -> DataKeyRing {
         if let ring = try DataKeyFile.read(file) { return ring }
         return try DataKeyFile.create(file)
-    }
-
-    /// `teamID: …` → `TEAM_ID`, naming the environment variable from a setting in an error reason.
-    private static func environmentName(_ reason: String) -> String {
-        let setting = reason.split(separator: ":").first.map(String.init) ?? ""
-        switch setting {
-        case "teamID": return "TEAM_ID"
-        case "keyID": return "KEY_ID"
-        case "privateKey": return "PRIVATE_KEY_FILE"
-        case "servicesID": return "SERVICES_ID"
-        case "appleBaseURL": return "APPLE_BASE_URL"
-        default: return "BUNDLE_IDS"
-        }
     }
 }
 

@@ -266,13 +266,41 @@ struct SettingsSource: Sendable {
         return leaves(mapping, "")
     }
 
-    /// The value of `variable` (a ``SettingsCatalog`` variable) as text, wherever it came from: a list becomes
-    /// comma-separated, a number or a boolean its usual spelling. `nil` when unset or empty.
+    /// The value of a setting when it is given, parsed by its declaration; `nil` when it is not given.
+    /// - Throws: ``ServerSettings/Problem`` naming the variable, in the declaration's words.
+    func given<Value>(_ setting: KeyPath<SettingsCatalog, Setting<Value>>) throws(ServerSettings.Problem) -> Value? {
+        let declaration = SettingsCatalog.declared[keyPath: setting]
+        guard let text = text(of: declaration) else { return nil }
+        return try declaration.parse(text)
+    }
+
+    /// The value of a setting that has a default: as given, else the declared default.
+    /// - Throws: ``ServerSettings/Problem`` naming the variable, in the declaration's words.
+    func value<Value>(_ setting: KeyPath<SettingsCatalog, Setting<Value>>) throws(ServerSettings.Problem) -> Value {
+        let declaration = SettingsCatalog.declared[keyPath: setting]
+        guard let value = try given(setting) ?? declaration.defaultValue else {
+            preconditionFailure("\(declaration.variable) has no default: read it with given(_:)")
+        }
+        return value
+    }
+
+    /// Whether a setting is given at all, whatever its value.
+    func isGiven(_ setting: KeyPath<SettingsCatalog, some AnySetting>) -> Bool {
+        text(of: SettingsCatalog.declared[keyPath: setting]) != nil
+    }
+
+    /// The value of `variable` (a ``SettingsCatalog`` variable) as text.
     func value(_ variable: String) -> String? {
         guard let setting = SettingsCatalog.byVariable[variable] else {
             assertionFailure("\(variable) is not in SettingsCatalog")
             return nil
         }
+        return text(of: setting)
+    }
+
+    /// The text of `setting` wherever it came from, read with swift-configuration's typed reads: a list becomes
+    /// comma-separated, a number or a boolean its usual spelling. `nil` when unset or empty.
+    private func text(of setting: any AnySetting) -> String? {
         let key = ConfigKey(setting.key)
         let secret = setting.isSecret
         let text: String?
