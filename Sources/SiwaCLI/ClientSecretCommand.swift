@@ -71,7 +71,9 @@ struct ClientSecretCommand: AsyncParsableCommand {
                     "use 60 to 15777000 seconds; Apple refuses secrets that live longer than six months"
                 )
             }
-            if !force { try checkKeyID(credentials.keyID, keyName: keyName, configured: settings.value("SIWA_KEY_ID")) }
+            if !force {
+                try checkKeyID(credentials.keyID, keyName: keyName, configured: try settings.given(\.apple.keyID))
+            }
             let factory = ClientSecretFactory(credentials: credentials, lifetime: TimeInterval(lifetime))
             let secret = factory.makeSecret(for: clientID, now: Date())
             let expiry = ISO8601DateFormatter().string(from: secret.expiresAt)
@@ -100,20 +102,20 @@ struct ClientSecretCommand: AsyncParsableCommand {
 
     /// The team's credentials from the options over the settings, and the key file's name when the key is a file.
     private func credentials(_ settings: SettingsSource) throws -> (ClientSecretCredentials, String?) {
-        guard let teamID = teamID ?? settings.value("SIWA_TEAM_ID") else {
+        guard let teamID = try teamID ?? settings.given(\.apple.teamID) else {
             throw AppleSignInError.invalidConfiguration("--team-id", "give your Team ID, or set SIWA_TEAM_ID")
         }
-        guard let keyID = keyID ?? settings.value("SIWA_KEY_ID") else {
+        guard let keyID = try keyID ?? settings.given(\.apple.keyID) else {
             throw AppleSignInError.invalidConfiguration("--key-id", "give the key's id, or set SIWA_KEY_ID")
         }
         let key: AppleDeveloperKey.Source
         var keyName: String?
-        if let file = keyFile ?? settings.value("SIWA_PRIVATE_KEY_FILE") {
+        if let file = try keyFile ?? settings.given(\.apple.privateKeyFile) {
             key = .file(file)
             keyName = URL(fileURLWithPath: file).lastPathComponent
-        } else if let pem = settings.value("SIWA_PRIVATE_KEY") {
+        } else if let pem = try settings.given(\.apple.privateKey) {
             key = .pem(pem)
-        } else if let base64 = settings.value("SIWA_PRIVATE_KEY_BASE64") {
+        } else if let base64 = try settings.given(\.apple.privateKeyBase64) {
             key = .base64(base64)
         } else {
             throw AppleSignInError.invalidConfiguration(
@@ -131,10 +133,8 @@ struct ClientSecretCommand: AsyncParsableCommand {
 
     private func chooseClientID(_ settings: SettingsSource) throws -> String {
         if let clientID { return clientID }
-        if let servicesID = settings.value("SIWA_SERVICES_ID") { return servicesID }
-        let bundleIDs = (settings.value("SIWA_BUNDLE_IDS") ?? "").split(separator: ",").map {
-            $0.trimmingCharacters(in: .whitespaces)
-        }
+        if let servicesID = try settings.given(\.apple.servicesID) { return servicesID }
+        let bundleIDs = try settings.value(\.apple.bundleIDs)
         guard bundleIDs.count == 1, let only = bundleIDs.first else {
             throw AppleSignInError.invalidConfiguration(
                 "--client-id",

@@ -38,8 +38,8 @@ extension DoctorCommand {
     /// The live checks, one finding per client id, then Apple's key set and clock.
     /// - Parameters:
     ///   - settings: the settings as serve reads them (`nil` when they cannot be read: nothing to check).
-    ///   - environment: the values behind them (the key file's name).
-    static func checkApple(_ settings: ServerSettings?, environment: [String: String]) async -> [Finding] {
+    ///   - keyFile: `SIWA_PRIVATE_KEY_FILE`, whose name says the key's id.
+    static func checkApple(_ settings: ServerSettings?, keyFile: String?) async -> [Finding] {
         guard let settings, let apple = settings.appleIfConfigured, let credentials = apple.credentials else {
             return [
                 Finding(
@@ -77,7 +77,7 @@ extension DoctorCommand {
         let facts = CredentialFacts(
             teamID: credentials.teamID.rawValue,
             keyID: credentials.keyID.rawValue,
-            keyFile: environment["SIWA_PRIVATE_KEY_FILE"],
+            keyFile: keyFile,
             passed: outcomes.filter { $0.error?.code == .invalidGrant }.map(\.clientID.rawValue),
             clockSkew: skew
         )

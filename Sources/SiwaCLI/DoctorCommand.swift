@@ -91,7 +91,7 @@ struct DoctorCommand: AsyncParsableCommand {
                 purpose: .database,
                 refusesUnknownKeys: false
             )
-            findings += await Self.checkApple(settings, environment: Self.environment(of: source))
+            findings += await Self.checkApple(settings, keyFile: try? source.given(\.apple.privateKeyFile))
         }
         let serveRefuses = findings.contains { $0.refuses == true }
         if json {
@@ -144,12 +144,10 @@ struct DoctorCommand: AsyncParsableCommand {
     /// Every finding about the settings `source` holds: what `siwa doctor` prints, and what `siwa serve` refuses or
     /// warns about at start, so that the two cannot disagree.
     static func review(_ source: SettingsSource, for reader: Reader) async -> [Finding] {
-        let environment = Self.environment(of: source)
-        var findings = Self.check(environment)
+        var findings = Self.checkDeclared(source)
+        findings += Self.check(source)
         if reader == .doctor { findings.append(Self.checkServeReads(source)) }
-        let allowsUnknown =
-            environment["SIWA_ALLOW_UNKNOWN_SETTINGS"].map { ["1", "true", "yes", "on"].contains($0.lowercased()) }
-            ?? false
+        let allowsUnknown = (try? source.value(\.server.allowUnknownSettings)) ?? false
         let file = source.configFile ?? "the configuration file"
         for key in source.unknownFileKeys {
             let origin = key.hasPrefix("SIWA_") && source.configFile == nil ? ".env" : file
@@ -171,14 +169,7 @@ struct DoctorCommand: AsyncParsableCommand {
                 )
             )
         }
-        findings += Self.checkFolders(environment)
-        if reader == .doctor {
-            for variable in source.fromSecretFiles.sorted() {
-                findings.append(
-                    Finding(setting: variable, ok: true, message: "read from \(variable)_FILE (not shown)", note: true)
-                )
-            }
-        }
+        findings += Self.checkFolders(source)
         // The database as serve reads its settings (`nil` when they are refused: that is a finding already).
         let databaseSettings = try? ServerSettings.load(
             from: source,
@@ -187,7 +178,7 @@ struct DoctorCommand: AsyncParsableCommand {
             refusesUnknownKeys: false
         )
         let poolSize = databaseSettings.map { $0.databaseMaxConnections ?? SQLAccountStore.defaultMaximumConnections }
-        var database = await Self.checkDatabase(environment, poolSize: poolSize)
+        var database = await Self.checkDatabase(source, poolSize: poolSize)
         if reader == .serve {
             // A SQLite file serve cannot create or open stops it before anything is written; PostgreSQL's connection
             // is serve's store's to try (and name), as it starts.
@@ -204,45 +195,57 @@ struct DoctorCommand: AsyncParsableCommand {
                 return finding
             }
         }
+        if reader == .doctor { findings += Self.shownValues(source, besides: findings) }
         return findings
     }
 
-    /// The settings as serve resolved them, wherever each came from, by variable: what the checks look at.
-    static func environment(of source: SettingsSource) -> [String: String] {
-        var environment: [String: String] = [:]
-        for variable in SettingsCatalog.byVariable.keys {
-            if let value = source.value(variable) { environment[variable] = value }
+    /// Each setting given, read through its declaration: a value it refuses is a problem, in the declaration's words
+    /// (every one, where serve stops at the first).
+    static func checkDeclared(_ source: SettingsSource) -> [Finding] {
+        SettingsCatalog.all.compactMap { setting in
+            source.text(of: setting).flatMap(setting.refusal(of:)).map { .refusal(setting.variable, $0) }
         }
-        return environment
+    }
+
+    /// The value of each setting given that no finding of `findings` names, as a note; a secret only by where it came
+    /// from, always.
+    static func shownValues(_ source: SettingsSource, besides findings: [Finding]) -> [Finding] {
+        let named = Set(findings.map(\.setting))
+        return SettingsCatalog.all.compactMap { setting in
+            guard let text = source.text(of: setting) else { return nil }
+            let shown: String
+            if setting.isSecret {
+                guard source.fromSecretFiles.contains(setting.variable) || !named.contains(setting.variable) else {
+                    return nil
+                }
+                shown =
+                    source.fromSecretFiles.contains(setting.variable)
+                    ? "read from \(setting.variable)_FILE (not shown)" : "set (not shown)"
+            } else {
+                guard !named.contains(setting.variable) else { return nil }
+                shown = setting.type == "JSON" ? "set (\(text.count) characters)" : text
+            }
+            return Finding(setting: setting.variable, ok: true, message: shown, note: true)
+        }
     }
 
     /// The folder of the data-key file when the file does not exist yet: serve creates the key, not its folder, and
     /// would stop on that first write (the database's folder is ``checkDatabase(_:poolSize:)``'s).
-    static func checkFolders(_ environment: [String: String]) -> [Finding] {
-        func value(_ name: String) -> String? {
-            environment[name].map { $0.trimmingCharacters(in: .whitespaces) }.flatMap { $0.isEmpty ? nil : $0 }
-        }
-        var findings: [Finding] = []
-        func requireFolder(of path: String, _ setting: String, _ what: String) {
-            let folder = URL(fileURLWithPath: path).deletingLastPathComponent().path
-            var isDirectory: ObjCBool = false
-            guard !FileManager.default.fileExists(atPath: folder, isDirectory: &isDirectory) || !isDirectory.boolValue
-            else { return }
-            findings.append(
-                .refusal(
-                    setting,
-                    "the folder \(folder) does not exist: siwa serve creates \(what), not its folder; create it, "
-                        + "owned by the user siwa runs as (`install -d -m 0700 -o siwa \(folder)`)"
-                )
+    static func checkFolders(_ source: SettingsSource) -> [Finding] {
+        guard !source.isGiven(\.storage.dataKey), let file = try? source.value(\.storage.dataKeyFile),
+            !FileManager.default.fileExists(atPath: file)
+        else { return [] }
+        let folder = URL(fileURLWithPath: file).deletingLastPathComponent().path
+        var isDirectory: ObjCBool = false
+        guard !FileManager.default.fileExists(atPath: folder, isDirectory: &isDirectory) || !isDirectory.boolValue
+        else { return [] }
+        return [
+            .refusal(
+                SettingsCatalog.declared.storage.dataKeyFile.variable,
+                "the folder \(folder) does not exist: siwa serve creates the data key, not its folder; create it, "
+                    + "owned by the user siwa runs as (`install -d -m 0700 -o siwa \(folder)`)"
             )
-        }
-        if value("SIWA_DATA_KEY") == nil {
-            let file = value("SIWA_DATA_KEY_FILE") ?? "siwa-data.key"
-            if !FileManager.default.fileExists(atPath: file) {
-                requireFolder(of: file, "SIWA_DATA_KEY_FILE", "the data key")
-            }
-        }
-        return findings
+        ]
     }
 
     /// Whether `siwa serve` itself accepts these settings: the very reader `serve` uses, so that doctor can never call
@@ -258,25 +261,16 @@ struct DoctorCommand: AsyncParsableCommand {
         }
     }
 
-    /// Every check, independently, so that one run lists every problem.
-    static func check(_ environment: [String: String]) -> [Finding] {
-        func value(_ name: String) -> String? {
-            environment[name].map { $0.trimmingCharacters(in: .whitespaces) }.flatMap { $0.isEmpty ? nil : $0 }
+    /// The checks of settings together, and what a value means for Apple's developer portal; a value its declaration
+    /// refuses is left out here (``checkDeclared(_:showsValues:)`` names it).
+    static func check(_ source: SettingsSource) -> [Finding] {
+        func given<Value>(_ setting: KeyPath<SettingsCatalog, Setting<Value>>) -> Value? {
+            try? source.given(setting)
         }
         var findings: [Finding] = []
-        func record(_ setting: String, _ body: () throws(AppleSignInError) -> String) {
-            do {
-                findings.append(Finding(setting: setting, ok: true, message: try body()))
-            } catch {
-                // A value of the wrong shape: serve's reader refuses it too.
-                findings.append(.refusal(setting, error.reason))
-            }
-        }
 
         // Team, key id and key.
-        if let teamID = value("SIWA_TEAM_ID") {
-            record("SIWA_TEAM_ID") { () throws(AppleSignInError) in "\(try TeamID(teamID)) has Apple's shape" }
-        } else {
+        if !source.isGiven(\.apple.teamID) {
             findings.append(
                 .init(
                     setting: "SIWA_TEAM_ID",
@@ -286,9 +280,7 @@ struct DoctorCommand: AsyncParsableCommand {
                 )
             )
         }
-        if let keyID = value("SIWA_KEY_ID") {
-            record("SIWA_KEY_ID") { () throws(AppleSignInError) in "\(try KeyID(keyID)) has Apple's shape" }
-        } else {
+        if !source.isGiven(\.apple.keyID) {
             findings.append(
                 .init(
                     setting: "SIWA_KEY_ID",
@@ -297,17 +289,16 @@ struct DoctorCommand: AsyncParsableCommand {
                 )
             )
         }
-        let keySource: (String, AppleDeveloperKey.Source)? =
-            value("SIWA_PRIVATE_KEY_FILE").map { ("SIWA_PRIVATE_KEY_FILE", .file($0)) }
-            ?? value("SIWA_PRIVATE_KEY").map { ("SIWA_PRIVATE_KEY", .pem($0)) }
-            ?? value("SIWA_PRIVATE_KEY_BASE64").map { ("SIWA_PRIVATE_KEY_BASE64", .base64($0)) }
-        if let (setting, source) = keySource {
-            record(setting) { () throws(AppleSignInError) in
-                _ = try AppleDeveloperKey(source, setting: setting)
-                return "parses as a P-256 PKCS#8 key"
+        if let key = try? ServerSettings.developerKey(from: source) {
+            do {
+                _ = try AppleDeveloperKey(key.source, setting: key.variable)
+                findings.append(Finding(setting: key.variable, ok: true, message: "parses as a P-256 PKCS#8 key"))
+            } catch {
+                // A key of the wrong shape: serve's reader refuses it too.
+                findings.append(.refusal(key.variable, error.reason))
             }
-            if let keyID = value("SIWA_KEY_ID"), let file = value("SIWA_PRIVATE_KEY_FILE"),
-                file.contains("AuthKey_"), !file.contains("AuthKey_\(keyID)")
+            if let keyID = given(\.apple.keyID), case .file(let file) = key.source, file.contains("AuthKey_"),
+                !file.contains("AuthKey_\(keyID)")
             {
                 findings.append(
                     .init(
@@ -330,12 +321,9 @@ struct DoctorCommand: AsyncParsableCommand {
         }
 
         // Client ids.
-        let bundleIDs = (value("SIWA_BUNDLE_IDS") ?? "").split(separator: ",").map {
-            $0.trimmingCharacters(in: .whitespaces)
-        }
-        .filter { !$0.isEmpty }
-        let servicesID = value("SIWA_SERVICES_ID")
-        if bundleIDs.isEmpty && servicesID == nil {
+        let bundleIDs = given(\.apple.bundleIDs) ?? []
+        let servicesID = given(\.apple.servicesID)
+        if !source.isGiven(\.apple.bundleIDs) && !source.isGiven(\.apple.servicesID) {
             findings.append(
                 .refusal(
                     "SIWA_BUNDLE_IDS",
@@ -343,33 +331,21 @@ struct DoctorCommand: AsyncParsableCommand {
                 )
             )
         }
-        for (index, id) in bundleIDs.enumerated() {
-            record("SIWA_BUNDLE_IDS") { () throws(AppleSignInError) in
-                "\(try ClientID(validating: id, setting: "SIWA_BUNDLE_IDS[\(index)]")) is well formed"
-            }
-        }
         if Set(bundleIDs).count != bundleIDs.count {
             findings.append(.init(setting: "SIWA_BUNDLE_IDS", ok: false, message: "a bundle id is listed twice"))
         }
-        if let servicesID {
-            record("SIWA_SERVICES_ID") { () throws(AppleSignInError) in
-                "\(try ClientID(validating: servicesID, setting: "SIWA_SERVICES_ID")) is well formed"
-            }
-            if bundleIDs.contains(servicesID) {
-                findings.append(
-                    .refusal(
-                        "SIWA_SERVICES_ID",
-                        "the Services ID equals a bundle id: web sign-in needs its own Services ID (Identifiers > "
-                            + "Services IDs), and codes of one cannot be exchanged as the other"
-                    )
+        if let servicesID, bundleIDs.contains(servicesID) {
+            findings.append(
+                .refusal(
+                    "SIWA_SERVICES_ID",
+                    "the Services ID equals a bundle id: web sign-in needs its own Services ID (Identifiers > "
+                        + "Services IDs), and codes of one cannot be exchanged as the other"
                 )
-            }
+            )
         }
 
         // The OpenID provider's relying parties sign users in through the web sign-in, which needs the Services ID.
-        if let text = value("SIWA_OIDC_CLIENTS"), let clients = try? ServerSettings.openIDClients(text),
-            !clients.isEmpty
-        {
+        if let clients = given(\.openID.clients), !clients.isEmpty {
             let ids = clients.map(\.id).joined(separator: ", ")
             findings.append(
                 .init(
@@ -383,108 +359,10 @@ struct DoctorCommand: AsyncParsableCommand {
             )
         }
 
-        // Public URL and the web callback Apple must accept.
-        let publicURL = value("SIWA_PUBLIC_URL") ?? "http://localhost:8080"
-        if let url = URL(string: publicURL), let host = url.host, let scheme = url.scheme {
-            let isIP =
-                host.split(separator: ".").count == 4 && host.split(separator: ".").allSatisfy { UInt8($0) != nil }
-                || host.contains(":")
-            let callback = "\(publicURL.hasSuffix("/") ? String(publicURL.dropLast()) : publicURL)/auth/apple/callback"
-            if servicesID != nil && (scheme != "https" || host == "localhost" || isIP) {
-                findings.append(
-                    .init(
-                        setting: "SIWA_PUBLIC_URL",
-                        ok: false,
-                        message:
-                            "the web callback would be \(callback): Apple accepts only https redirect URIs on a domain name (not localhost or an IP address); use your public https domain (for local work, the emulator accepts it)"
-                    )
-                )
-            } else {
-                findings.append(
-                    .init(
-                        setting: "SIWA_PUBLIC_URL",
-                        ok: true,
-                        message: servicesID == nil
-                            ? "\(publicURL) (no Services ID: no web callback to check)"
-                            : "register \(callback) as a Return URL of \(servicesID!)"
-                    )
-                )
-            }
-            // Everything the developer portal asks for, in one place (docs/deploy.md, section 9).
-            let base = publicURL.hasSuffix("/") ? String(publicURL.dropLast()) : publicURL
-            var portal: [String] = []
-            if !bundleIDs.isEmpty {
-                portal.append(
-                    "App ID \(bundleIDs.joined(separator: ", ")): enable Sign in with Apple; Server-to-Server "
-                        + "Notification Endpoint \(base)/auth/apple/notifications"
-                )
-            }
-            if let servicesID {
-                portal.append(
-                    "Services ID \(servicesID): Domains and Subdomains \(host); Return URLs \(callback)"
-                )
-            }
-            if !portal.isEmpty {
-                findings.append(
-                    .init(
-                        setting: "developer portal",
-                        ok: true,
-                        message: portal.joined(separator: "; "),
-                        note: true
-                    )
-                )
-            }
-        } else {
-            findings.append(
-                .init(
-                    setting: "SIWA_PUBLIC_URL",
-                    ok: false,
-                    message: "expected an absolute URL such as https://auth.example.com"
-                )
-            )
-        }
-
-        // Browsers keep a `Secure` cookie off plain http (localhost aside), the web flow's cookie included.
-        if let secure = value("SIWA_SECURE_COOKIES"), ["1", "true", "yes", "on"].contains(secure.lowercased()),
-            let url = URL(string: publicURL), url.scheme == "http", url.host != "localhost"
-        {
-            findings.append(
-                .init(
-                    setting: "SIWA_SECURE_COOKIES",
-                    ok: false,
-                    message:
-                        "cookies are marked Secure but SIWA_PUBLIC_URL is http: browsers drop Secure cookies on http, "
-                        + "the web sign-in's flow cookie with them, so every web sign-in would fail; serve over https "
-                        + "(SIWA_PUBLIC_URL https://…) or leave SIWA_SECURE_COOKIES unset"
-                )
-            )
-        }
-
-        // Apple's base URL and the database.
-        if let base = value("SIWA_APPLE_BASE_URL") {
-            record("SIWA_APPLE_BASE_URL") { () throws(AppleSignInError) in
-                let url = try AppleBaseURL(base, setting: "SIWA_APPLE_BASE_URL")
-                return url.scheme == "http" ? "\(url) (a local emulator, not Apple)" : "\(url)"
-            }
-        }
-        if let databaseURL = value("SIWA_DATABASE_URL"), !isPostgresURL(databaseURL) {
-            // A PostgreSQL URL is checked by connecting (`checkDatabase`).
-            findings.append(.refusal("SIWA_DATABASE_URL", "expected postgres://user:password@host:port/database"))
-        }
-        if let dataKey = value("SIWA_DATA_KEY") {
-            do {
-                let keys = try DataKeyRing.parse(list: dataKey)
-                findings.append(.init(setting: "SIWA_DATA_KEY", ok: true, message: Self.describe(keys)))
-            } catch {
-                findings.append(
-                    .refusal(
-                        "SIWA_DATA_KEY",
-                        "\(error); the value is a comma-separated list of keys, the first sealing"
-                    )
-                )
-            }
-        } else {
-            let file = value("SIWA_DATA_KEY_FILE") ?? "siwa-data.key"
+        // The data keys, by id only.
+        if let keys = given(\.storage.dataKey) {
+            findings.append(.init(setting: "SIWA_DATA_KEY", ok: true, message: Self.describe(keys)))
+        } else if !source.isGiven(\.storage.dataKey), let file = try? source.value(\.storage.dataKeyFile) {
             do {
                 if let keys = try DataKeyRing.read(file: file) {
                     findings.append(
@@ -497,6 +375,65 @@ struct DoctorCommand: AsyncParsableCommand {
                 )
             }
         }
+
+        // Public URL and the web callback Apple must accept.
+        guard let publicURL = try? source.value(\.server.publicURL), let url = URL(string: publicURL),
+            let host = url.host, let scheme = url.scheme
+        else { return findings }
+        let isIP =
+            host.split(separator: ".").count == 4 && host.split(separator: ".").allSatisfy { UInt8($0) != nil }
+            || host.contains(":")
+        let callback = "\(publicURL)/auth/apple/callback"
+        if servicesID != nil && (scheme != "https" || host == "localhost" || isIP) {
+            findings.append(
+                .init(
+                    setting: "SIWA_PUBLIC_URL",
+                    ok: false,
+                    message:
+                        "the web callback would be \(callback): Apple accepts only https redirect URIs on a domain name (not localhost or an IP address); use your public https domain (for local work, the emulator accepts it)"
+                )
+            )
+        } else {
+            findings.append(
+                .init(
+                    setting: "SIWA_PUBLIC_URL",
+                    ok: true,
+                    message: servicesID.map { "register \(callback) as a Return URL of \($0)" }
+                        ?? "\(publicURL) (no Services ID: no web callback to check)"
+                )
+            )
+        }
+        // Everything the developer portal asks for, in one place (docs/deploy.md, section 9).
+        var portal: [String] = []
+        if !bundleIDs.isEmpty {
+            portal.append(
+                "App ID \(bundleIDs.joined(separator: ", ")): enable Sign in with Apple; Server-to-Server "
+                    + "Notification Endpoint \(publicURL)/auth/apple/notifications"
+            )
+        }
+        if let servicesID {
+            portal.append("Services ID \(servicesID): Domains and Subdomains \(host); Return URLs \(callback)")
+        }
+        if !portal.isEmpty {
+            findings.append(
+                .init(setting: "developer portal", ok: true, message: portal.joined(separator: "; "), note: true)
+            )
+        }
+
+        // Browsers keep a `Secure` cookie off plain http (localhost aside), the web flow's cookie included.
+        if given(\.web.secureCookies) == true, scheme == "http", host != "localhost" {
+            findings.append(
+                .init(
+                    setting: "SIWA_SECURE_COOKIES",
+                    ok: false,
+                    message:
+                        "cookies are marked Secure but SIWA_PUBLIC_URL is http: browsers drop Secure cookies on http, "
+                        + "the web sign-in's flow cookie with them, so every web sign-in would fail; serve over https "
+                        + "(SIWA_PUBLIC_URL https://…) or leave SIWA_SECURE_COOKIES unset"
+                )
+            )
+        }
+
         return findings
     }
 
@@ -507,22 +444,16 @@ struct DoctorCommand: AsyncParsableCommand {
             : "\(keys.keys.count) 256-bit keys; \(keys.primary.id) seals, the others only open"
     }
 
-    private static func isPostgresURL(_ url: String) -> Bool {
-        url.hasPrefix("postgres://") || url.hasPrefix("postgresql://")
-    }
-
     /// Whether the database the settings name connects: PostgreSQL when `SIWA_DATABASE_URL` is set, else the SQLite
-    /// file (`SIWA_DATABASE_PATH`, default `siwa.sqlite`). Opens one connection and runs a trivial query: never
-    /// creates the SQLite file, never migrates. Nothing when the URL is malformed (`check` reports that).
+    /// file (`SIWA_DATABASE_PATH`). Opens one connection and runs a trivial query: never
+    /// creates the SQLite file, never migrates. Nothing when the URL is malformed (its declaration refuses it).
     ///
     /// On PostgreSQL it also compares `poolSize`, one instance's pool as serve reads `SIWA_DATABASE_MAX_CONNECTIONS`,
     /// with the connections the server lets this login open (``checkPoolSize(_:capacity:)``).
-    static func checkDatabase(_ environment: [String: String], poolSize: Int?) async -> [Finding] {
-        func value(_ name: String) -> String? {
-            environment[name].map { $0.trimmingCharacters(in: .whitespaces) }.flatMap { $0.isEmpty ? nil : $0 }
-        }
-        guard let connection = await checkDatabaseConnection(environment) else { return [] }
-        guard connection.ok, connection.setting == "SIWA_DATABASE_URL", let url = value("SIWA_DATABASE_URL"),
+    static func checkDatabase(_ source: SettingsSource, poolSize: Int?) async -> [Finding] {
+        guard let connection = await checkDatabaseConnection(source) else { return [] }
+        guard connection.ok, connection.setting == "SIWA_DATABASE_URL",
+            let url = try? source.given(\.storage.databaseURL),
             let poolSize
         else {
             return [connection]
@@ -598,14 +529,12 @@ struct DoctorCommand: AsyncParsableCommand {
     }
 
     /// The connection check of ``checkDatabase(_:poolSize:)``.
-    private static func checkDatabaseConnection(_ environment: [String: String]) async -> Finding? {
-        func value(_ name: String) -> String? {
-            environment[name].map { $0.trimmingCharacters(in: .whitespaces) }.flatMap { $0.isEmpty ? nil : $0 }
-        }
+    private static func checkDatabaseConnection(_ source: SettingsSource) async -> Finding? {
         var logger = Logger(label: "siwa.doctor")
         logger.logLevel = .error
-        if let url = value("SIWA_DATABASE_URL") {
-            guard isPostgresURL(url) else { return nil }
+        if source.isGiven(\.storage.databaseURL) {
+            // A URL its declaration refuses is named already.
+            guard let url = try? source.given(\.storage.databaseURL) else { return nil }
             do {
                 _ = try await SQLAccountStore.checkConnection(postgresURL: url, logger: logger)
                 return Finding(setting: "SIWA_DATABASE_URL", ok: true, message: "PostgreSQL: connects and answers")
@@ -613,7 +542,7 @@ struct DoctorCommand: AsyncParsableCommand {
                 return .refusal("SIWA_DATABASE_URL", "cannot connect: \(error.reason)")
             }
         }
-        let path = value("SIWA_DATABASE_PATH") ?? "siwa.sqlite"
+        guard let path = try? source.value(\.storage.databasePath) else { return nil }
         do {
             switch try await SQLAccountStore.checkConnection(sqlitePath: path, logger: logger) {
             case .connected:

@@ -13,7 +13,7 @@ struct SettingsCatalogTests {
         #expect(settings.count == SettingsCatalog.byVariable.count, "a variable is listed twice")
         for setting in settings {
             let source = SettingsSource(environment: [setting.variable: "value-of-\(setting.key)"])
-            #expect(source.value(setting.variable) == "value-of-\(setting.key)", "\(setting.key) ≠ \(setting.variable)")
+            #expect(source.text(of: setting) == "value-of-\(setting.key)", "\(setting.key) ≠ \(setting.variable)")
         }
     }
 
@@ -30,6 +30,6 @@ struct SettingsCatalogTests {
     }
 
     @Test func anEmptyVariableIsUnset() {
-        #expect(SettingsSource(environment: ["SIWA_PORT": "  "]).value("SIWA_PORT") == nil)
+        #expect(!SettingsSource(environment: ["SIWA_PORT": "  "]).isGiven(\.server.port))
     }
 }

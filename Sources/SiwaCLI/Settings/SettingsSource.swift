@@ -289,18 +289,9 @@ struct SettingsSource: Sendable {
         text(of: SettingsCatalog.declared[keyPath: setting]) != nil
     }
 
-    /// The value of `variable` (a ``SettingsCatalog`` variable) as text.
-    func value(_ variable: String) -> String? {
-        guard let setting = SettingsCatalog.byVariable[variable] else {
-            assertionFailure("\(variable) is not in SettingsCatalog")
-            return nil
-        }
-        return text(of: setting)
-    }
-
     /// The text of `setting` wherever it came from, read with swift-configuration's typed reads: a list becomes
     /// comma-separated, a number or a boolean its usual spelling. `nil` when unset or empty.
-    private func text(of setting: any AnySetting) -> String? {
+    func text(of setting: any AnySetting) -> String? {
         let key = ConfigKey(setting.key)
         let secret = setting.isSecret
         let text: String?
