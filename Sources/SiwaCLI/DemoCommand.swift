@@ -27,7 +27,7 @@ struct DemoCommand: AsyncParsableCommand {
         discussion: """
             Writes only into the working folder: the database (--database), the demo team's key and the Apple \
             settings it runs with in siwa-emulator/ (so that siwa users delete here revokes at the demo's \
-            emulator), and the data key siwa-data.key. Ctrl-C stops both.
+            emulator), and the data key \(SettingsCatalog.declared.storage.dataKeyFile.defaultText). Ctrl-C stops both.
 
             Reads the settings siwa serve reads (SIWA_* variables, a .env file, --config FILE) over the demo's own: \
             SIWA_LOG_LEVEL=debug siwa demo logs at debug. The Apple side, the public URL, the port and the \

@@ -14,8 +14,9 @@ struct StoreOptions: ParsableArguments {
 
     @Option(
         help: """
-            The database: a postgres:// URL or a SQLite file. Default: the configured one, else siwa.sqlite, else \
-            the siwa-demo.sqlite that siwa demo left in this folder.
+            The database: a postgres:// URL or a SQLite file. Default: the configured one, else \
+            \(SettingsCatalog.declared.storage.databasePath.defaultText), else the \(ServerSettings.demoDatabasePath) \
+            that siwa demo left in this folder.
             """
     )
     var database: String?

@@ -13,7 +13,8 @@ struct ServeCommand: AsyncParsableCommand {
         abstract: "Run the Sign in with Apple server.",
         discussion: """
             Settings come from SIWA_* environment variables, <VARIABLE>_FILE secret files, a .env file and \
-            --config FILE, in that order of precedence; docs/configuration.md lists every one. Stores accounts in SQLite (SIWA_DATABASE_PATH, default ./siwa.sqlite) or PostgreSQL \
+            --config FILE, in that order of precedence; docs/configuration.md lists every one. Stores accounts in SQLite (SIWA_DATABASE_PATH, default \
+            ./\(SettingsCatalog.declared.storage.databasePath.defaultText)) or PostgreSQL \
             (SIWA_DATABASE_URL=postgres://...). SIGTERM or Ctrl-C stops it gracefully.
 
             Example (against the local emulator):

@@ -28,7 +28,10 @@ struct VerifyCommand: AsyncParsableCommand {
     )
     var clientIDs: [String] = []
 
-    @Option(help: "Apple's keys: a JWKS file, or a URL (default https://appleid.apple.com/auth/keys).")
+    @Option(
+        help:
+            "Apple's keys: a JWKS file, or a URL (default \(SettingsCatalog.declared.apple.appleBaseURL.defaultText)/auth/keys)."
+    )
     var jwks: String?
 
     @Option(help: "Check the times as of this Unix time instead of now.")
