@@ -798,6 +798,50 @@ enum OpenAPIDocument {
         }
       }
     },
+    "/branding/logo": {
+      "get": {
+        "operationId": "brandingLogo",
+        "tags": [
+          "web"
+        ],
+        "x-siwa-condition": "SIWA_BRANDING_LOGO_FILE set (otherwise 404)",
+        "summary": "The product's logo, shown on the sign-in and error pages",
+        "responses": {
+          "200": {
+            "description": "The logo (PNG, SVG, JPEG or WebP), with a sandboxing Content-Security-Policy.",
+            "content": {
+              "image/png": {
+                "schema": {
+                  "type": "string",
+                  "format": "binary"
+                }
+              },
+              "image/svg+xml": {
+                "schema": {
+                  "type": "string",
+                  "format": "binary"
+                }
+              },
+              "image/jpeg": {
+                "schema": {
+                  "type": "string",
+                  "format": "binary"
+                }
+              },
+              "image/webp": {
+                "schema": {
+                  "type": "string",
+                  "format": "binary"
+                }
+              }
+            }
+          },
+          "404": {
+            "$ref": "#/components/responses/NotFound"
+          }
+        }
+      }
+    },
     "/admin/api/users": {
       "get": {
         "operationId": "adminListUsers",

@@ -90,6 +90,8 @@ struct DemoCommand: AsyncParsableCommand {
         }
         settings.databaseURL = nil
         settings.host = "127.0.0.1"
+        // A developer compares Apple's button styles on the demo's /login; a product shows its one.
+        settings.server.branding.showsButtonStyles = true
         let logger = Logger.siwa(level: settings.logLevel, format: settings.logFormat)
         try Self.writeAppleSettings(apple)
         let teamKey = try P256.Signing.PrivateKey(pemRepresentation: String(contentsOfFile: keyFile, encoding: .utf8))

@@ -118,6 +118,11 @@ final class WebDriverSession: Sendable {
         return element
     }
 
+    /// Runs `script` in the page (the session must allow JavaScript) and returns what it returns.
+    func execute(_ script: String) async throws -> Any? {
+        try await session(.post, "/execute/sync", ["script": script, "args": [Any]()])
+    }
+
     func click(_ selector: String) async throws {
         let element = try await element(selector)
         try await session(.post, "/element/\(element)/click", [:])

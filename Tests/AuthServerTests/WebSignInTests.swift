@@ -518,7 +518,10 @@ struct WebSignInTests {
     }
 
     @Test func theLoginPageDrawsTheButtonInEachStyleWithoutScript() async throws {
-        try await run { harness in
+        var configuration = Self.configuration()
+        // The demo's switch between Apple's styles.
+        configuration.branding.showsButtonStyles = true
+        try await run(configuration: configuration) { harness in
             let page = try await harness.browser(.get, "/login")
             #expect(page.status == .ok)
             #expect(page.headers[.contentType] == "text/html; charset=utf-8")
@@ -617,5 +620,95 @@ struct WebSignInTests {
         #expect(page.body.contains("<code>\(code)</code>"), "\(page.body)", sourceLocation: sourceLocation)
         #expect(page.body.contains(#"<a href="/login">"#), sourceLocation: sourceLocation)
         #expect(!page.body.contains("Error("), sourceLocation: sourceLocation)
+    }
+
+    // MARK: Branding
+
+    static func branded(afterSignInURL: String? = "/welcome", logo: Bool = true) -> AuthServerConfiguration {
+        var configuration = configuration()
+        configuration.branding = BrandingConfiguration(
+            productName: "Acme",
+            logo: logo
+                ? BrandingConfiguration.Logo(
+                    bytes: Array(#"<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 10 10"/>"#.utf8),
+                    contentType: "image/svg+xml"
+                ) : nil,
+            buttonStyle: .whiteOutline,
+            supportURL: "https://acme.example/help",
+            afterSignInURL: afterSignInURL
+        )
+        return configuration
+    }
+
+    /// The login page of a product: its name, its logo (served by siwa), its one button style, its support link, and a
+    /// button that brings the browser back to the product's page.
+    @Test func theLoginPageSpeaksForTheProduct() async throws {
+        try await run(configuration: Self.branded()) { harness in
+            let page = try await harness.browser(.get, "/login?style=black")
+            #expect(page.body.contains("<h1>Sign in to Acme</h1>"))
+            #expect(page.body.contains("<title>Sign in · Acme</title>"))
+            #expect(page.body.contains(#"<img src="/branding/logo" alt="Acme""#))
+            #expect(page.body.contains(#"<a href="https://acme.example/help">Contact Acme support</a>"#))
+            #expect(!page.body.contains("Button style"), "the demo's switch is the demo's")
+            #expect(
+                page.body.contains(
+                    #"class="apple-button white-outline" href="/auth/apple/authorize?returnUrl=%2Fwelcome""#
+                ),
+                "the configured style, whatever the query says, and back to the product's page"
+            )
+            let logo = try await harness.browser(.get, "/branding/logo")
+            #expect(logo.status == .ok)
+            #expect(logo.headers[.contentType] == "image/svg+xml")
+            #expect(logo.headers[.contentSecurityPolicy]?.contains("sandbox") == true)
+            #expect(logo.body.hasPrefix("<svg"))
+        }
+        try await run(configuration: Self.branded(logo: false)) { harness in
+            let logo = try await harness.browser(.get, "/branding/logo")
+            #expect(logo.status == .notFound)
+            let page = try await harness.browser(.get, "/login")
+            #expect(!page.body.contains("<img"))
+        }
+    }
+
+    /// After a web sign-in started from the login page, the browser lands on the product's page, not on /login.
+    @Test func aSignInFromTheLoginPageLandsOnTheProductsPage() async throws {
+        try await run(configuration: Self.branded()) { harness in
+            let login = try await harness.browser(.get, "/login")
+            let button = try #require(
+                login.body.firstMatch(of: #/href="(/auth/apple/authorize\?[^"]+)"/#).map { String($0.output.1) }
+            )
+            let start = try await harness.browser(.get, button)
+            try #require(start.status == .found, "authorize: \(start.body)")
+            let post = try await harness.consent(at: try #require(start.location), email: "ann@acme.example")
+            let callback = try await harness.postCallback(post)
+            #expect(callback.status == .seeOther)
+            #expect(callback.location == "/welcome")
+            // Straight to the authorize route without a return URL: the same page.
+            let direct = try await harness.webSignIn(email: "bo@acme.example", returnURL: "/welcome")
+            #expect(direct.location == "/welcome")
+        }
+    }
+
+    /// A page after sign-in on an origin the flow does not accept would make every sign-in fail: refused at start.
+    @Test func anAfterSignInPageOnAnotherOriginIsRefusedAtStart() async throws {
+        await #expect(throws: (any Error).self) {
+            try await run(configuration: Self.branded(afterSignInURL: "https://elsewhere.example/home")) { _ in }
+        }
+    }
+
+    /// A disabled account's web sign-in: a page in the product's name that says signing in again will not help and
+    /// where to get help.
+    @Test func aDisabledAccountsPageSaysWhatToDoInTheProductsName() async throws {
+        try await run(configuration: Self.branded()) { harness in
+            _ = try await harness.webSignIn(email: "off@acme.example", returnURL: "/welcome")
+            let user = try #require(try await harness.store.users(email: "off@acme.example").first)
+            _ = try await harness.store.disableUser(id: user.id, now: Date())
+            let refused = try await harness.webSignIn(email: "off@acme.example", returnURL: "/welcome")
+            #expect(refused.status == .forbidden)
+            #expect(refused.body.contains("<h1>Acme could not sign you in</h1>"))
+            #expect(refused.body.contains("while your Acme account is disabled"))
+            #expect(refused.body.contains(#"<a href="https://acme.example/help">contact support</a>"#))
+            #expect(refused.body.contains("<code>account_disabled</code>"))
+        }
     }
 }

@@ -38,6 +38,8 @@ public struct AuthServerConfiguration: Sendable {
     public var lifecycle = AccountLifecycleConfiguration()
     /// The tutorials' client contracts served next to siwa's own API (all off by default).
     public var compatibility = CompatibilityConfiguration()
+    /// How the end users' pages present the product (name, logo, button style, support, after sign-in).
+    public var branding = BrandingConfiguration()
     /// The OpenID provider's registered relying parties (none by default).
     public var openID = OpenIDConfiguration()
     /// Link a new Apple ID to an existing account with the same email (off by default): only when the token's email

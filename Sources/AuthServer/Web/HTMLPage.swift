@@ -122,6 +122,11 @@ struct HTMLPage {
         ul{margin:.5rem 0 1rem;padding-left:1.25rem}
         button.apple-button{font-family:inherit;cursor:pointer}
         .apple-button+button.secondary{margin-top:.75rem}
+        .logo{margin:0 0 1.25rem}
+        .logo img{display:block;max-width:100%;height:56px;width:auto}
+        .help{font-size:.875rem;margin:1.5rem 0 0}
+        a.continue{display:block;text-align:center;padding:.7rem 1rem;border-radius:8px;background:#0066cc;\
+        color:#fff;text-decoration:none;font-weight:600}
         @media (max-width:30rem){body{padding:0;align-items:stretch}main{border-radius:0;box-shadow:none}}
         """
 }

@@ -4,12 +4,7 @@ import Foundation
 /// `GET /login`: the Sign in with Apple button when signed out; the user's name, email and a Sign out button when
 /// signed in. Works without JavaScript: the button is a link to the authorize route, Sign out a form.
 struct LoginPage {
-    /// The button styles of Apple's Human Interface Guidelines.
-    enum ButtonStyle: String, CaseIterable {
-        case black
-        case white
-        case whiteOutline = "white-outline"
-    }
+    typealias ButtonStyle = BrandingConfiguration.ButtonStyle
 
     enum Notice: Equatable {
         case cancelled
@@ -18,13 +13,32 @@ struct LoginPage {
     }
 
     var user: UserRecord?
+    var branding = BrandingConfiguration()
     var style: ButtonStyle = .black
     var notice: Notice?
     /// Where the button goes.
     var authorizePath = "/auth/apple/authorize?returnUrl=%2Flogin"
 
     var page: HTMLPage {
-        HTMLPage(title: user == nil ? "Sign in" : "Your account", main: user.map(signedIn) ?? signedOut)
+        let product = branding.productName.map { " · \($0)" } ?? ""
+        return HTMLPage(
+            title: (user == nil ? "Sign in" : "Your account") + product,
+            main: Self.logo(branding) + (user.map(signedIn) ?? signedOut) + Self.support(branding)
+        )
+    }
+
+    /// The product's logo above a page, when there is one.
+    static func logo(_ branding: BrandingConfiguration) -> String {
+        guard branding.logo != nil else { return "" }
+        let name = HTMLPage.escape(branding.productName ?? "")
+        return "<p class=\"logo\"><img src=\"/branding/logo\" alt=\"\(name)\" height=\"56\"></p>\n"
+    }
+
+    /// Where to get help, below a page, when the product says.
+    static func support(_ branding: BrandingConfiguration) -> String {
+        guard let url = branding.supportURL else { return "" }
+        let whose = branding.productName.map { "\(HTMLPage.escape($0)) support" } ?? "support"
+        return "\n<p class=\"muted help\">Need help? <a href=\"\(HTMLPage.escape(url))\">Contact \(whose)</a>.</p>"
     }
 
     private var noticeMarkup: String {
@@ -42,8 +56,9 @@ struct LoginPage {
     }
 
     private var signedOut: String {
+        let heading = branding.productName.map { "Sign in to \(HTMLPage.escape($0))" } ?? "Sign in"
         var markup = """
-            <h1>Sign in</h1>
+            <h1>\(heading)</h1>
             <p class="muted">Use your Apple Account to continue.</p>
             \(noticeMarkup)
             """
@@ -54,8 +69,11 @@ struct LoginPage {
                 <a class="apple-button \(style.rawValue)" href="\(HTMLPage.escape(authorizePath))">\
                 \(Self.appleLogo)<span>Sign in with Apple</span></a>
                 </div>
-                <p class="styles muted">Button style: \(styleLinks)</p>
                 """
+            // A product shows its one style; the demo lets a developer compare Apple's.
+            if branding.showsButtonStyles {
+                markup += "\n<p class=\"styles muted\">Button style: \(styleLinks)</p>"
+            }
         }
         return markup
     }
@@ -85,6 +103,7 @@ struct LoginPage {
             <p class="muted">Signed in with Apple.</p>
             <dl>
             \(details)</dl>
+            \(branding.afterSignInURL.map { "<p><a class=\"continue\" href=\"\(HTMLPage.escape($0))\">Continue to \(HTMLPage.escape(branding.productName ?? "the app"))</a></p>" } ?? "")
             <form method="post" action="/auth/logout">
             <button type="submit" class="secondary">Sign out</button>
             </form>

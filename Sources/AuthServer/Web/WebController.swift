@@ -44,12 +44,15 @@ struct WebController: Sendable {
             allowedOrigins: ownOrigin + configuration.web.allowedReturnOrigins,
             allowedAndroidPackages: configuration.web.allowedAndroidPackages
         )
+        // The page after sign-in must be a return URL the flow accepts, or every sign-in from /login would fail.
+        if let after = configuration.branding.afterSignInURL { _ = try policy.resolve(after) }
     }
 
     func addRoutes(to routes: PolicedRoutes, auth: PolicedRoutes) {
         auth.get("/apple/authorize", access: .open, use: authorize)
         auth.post("/apple/callback", access: .checkedByHandler(.appleCallback), use: callback)
         routes.get("/login", access: Self.loginPageAccess, use: login)
+        routes.get("/branding/logo", access: .open, use: logo)
         routes.get("/.well-known/apple-developer-domain-association.txt", access: .open, use: domainAssociation)
     }
 
@@ -77,15 +80,15 @@ struct WebController: Sendable {
         do {
             return try await startFlow(
                 request,
-                returnURL: request.uri.queryParameters["returnUrl"].map(String.init) ?? Self.defaultReturnURL,
+                returnURL: request.uri.queryParameters["returnUrl"].map(String.init) ?? returnURLAfterSignIn,
                 redirectURI: configuration.webCallbackURL
             )
         } catch let error as AuthServerError {
-            return WebErrorPage(error).response
+            return WebErrorPage(error).branded(configuration.branding).response
         } catch {
             // A browser gets a page, also when the database cannot be reached.
             context.logger.warning("web sign-in could not start", metadata: ["error": "\(error)"])
-            return WebErrorPage(unexpected: error).response
+            return WebErrorPage(unexpected: error).branded(configuration.branding).response
         }
     }
 
@@ -141,7 +144,7 @@ struct WebController: Sendable {
         } catch {
             return WebErrorPage(
                 AuthServerError(.contentTooLarge, AuthServerError.Code.bodyTooLarge, "the callback body is too large")
-            ).response
+            ).branded(configuration.branding).response
         }
         return await completeFlow(
             request,
@@ -174,10 +177,10 @@ struct WebController: Sendable {
             )
         } catch let error as AuthServerError {
             logger.info("web sign-in refused", metadata: ["error": "\(error.code)"])
-            response = WebErrorPage(error).response
+            response = WebErrorPage(error).branded(configuration.branding).response
         } catch {
             logger.error("web sign-in failed", metadata: ["error": "\(error)"])
-            response = WebErrorPage(unexpected: error).response
+            response = WebErrorPage(unexpected: error).branded(configuration.branding).response
         }
         if let state = FormURLEncoding.decode(body)?["state"] {
             flowBinding.remove(state: state, from: request, on: &response)
@@ -310,16 +313,44 @@ struct WebController: Sendable {
 
     // MARK: Login page
 
+    /// Where a browser goes after a sign-in that named no return URL: the product's page, else the login page.
+    var returnURLAfterSignIn: String { configuration.branding.afterSignInURL ?? Self.defaultReturnURL }
+
     @Sendable func login(_ request: Request, context: SiwaRequestContext) async throws -> Response {
-        try await loginPage(request, context: context, authorizePath: LoginPage().authorizePath)
+        let returnURL = returnURLAfterSignIn.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "%2Flogin"
+        return try await loginPage(
+            request,
+            context: context,
+            authorizePath: "/auth/apple/authorize?returnUrl=\(returnURL)"
+        )
+    }
+
+    /// `GET /branding/logo`: the product's logo (`SIWA_BRANDING_LOGO_FILE`), or 404.
+    @Sendable func logo(_ request: Request, context: SiwaRequestContext) async throws -> Response {
+        guard let logo = configuration.branding.logo else {
+            throw AuthServerError(.notFound, AuthServerError.Code.notFound, "no logo is configured (branding.logoFile)")
+        }
+        return Response(
+            status: .ok,
+            headers: [
+                .contentType: logo.contentType, .cacheControl: "public, max-age=3600",
+                // An SVG opened on its own runs no script and loads nothing.
+                .contentSecurityPolicy: "default-src 'none'; style-src 'unsafe-inline'; sandbox",
+            ],
+            body: .init(byteBuffer: ByteBuffer(bytes: logo.bytes))
+        )
     }
 
     /// The login page, its button leading to `authorizePath`.
     func loginPage(_ request: Request, context: SiwaRequestContext, authorizePath: String) async throws -> Response {
         let query = request.uri.queryParameters
         var page = LoginPage()
+        page.branding = configuration.branding
         page.authorizePath = authorizePath
-        page.style = query["style"].flatMap { LoginPage.ButtonStyle(rawValue: String($0)) } ?? .black
+        page.style = configuration.branding.buttonStyle
+        if configuration.branding.showsButtonStyles, let style = query["style"] {
+            page.style = LoginPage.ButtonStyle(rawValue: String(style)) ?? page.style
+        }
         if apple.servicesID == nil {
             page.notice = .webSignInDisabled
         } else if query["cancelled"] == "1" {

@@ -6,6 +6,8 @@ struct WebErrorPage {
     var status: HTTPResponse.Status
     var code: String
     var reason: String
+    /// The product the page speaks for (its name, logo and support link); none by default.
+    var branding = BrandingConfiguration()
 
     init(status: HTTPResponse.Status, code: String, reason: String) {
         self.status = status
@@ -37,16 +39,40 @@ struct WebErrorPage {
         self.init(status: status, code: error.code, reason: error.message)
     }
 
+    /// This page, speaking for the product of `branding`.
+    func branded(_ branding: BrandingConfiguration) -> WebErrorPage {
+        var page = self
+        page.branding = branding
+        return page
+    }
+
+    /// What the user can do next, in the product's name.
+    private var whatToDo: String {
+        let product = branding.productName.map(HTMLPage.escape)
+        let help = branding.supportURL.map { "<a href=\"\(HTMLPage.escape($0))\">contact support</a>" }
+        switch code {
+        case AuthServerError.Code.accountDisabled:
+            let account = product.map { "your \($0) account" } ?? "this account"
+            return "Signing in again will not help while \(account) is disabled. "
+                + (help.map { "If you think this is a mistake, \($0)." } ?? "If you think this is a mistake, ask "
+                    + "the people who run \(product ?? "this service").")
+        case _ where status == .serviceUnavailable:
+            return "This is probably temporary: please try again in a moment."
+        default:
+            return "Please start again from the sign-in page."
+                + (help.map { " If it keeps happening, \($0)." } ?? "")
+        }
+    }
+
     var response: Response {
-        let retry =
-            status == .serviceUnavailable
-            ? "<p>This is probably temporary: please try again in a moment.</p>\n" : ""
+        let heading = branding.productName.map { "\(HTMLPage.escape($0)) could not sign you in" } ?? "Sign-in failed"
         return HTMLPage(
-            title: "Sign-in failed",
+            title: branding.productName.map { "Sign-in failed · \($0)" } ?? "Sign-in failed",
             main: """
-                <h1>Sign-in failed</h1>
+                \(LoginPage.logo(branding))<h1>\(heading)</h1>
                 <p class="notice error" role="alert">\(HTMLPage.escape(reason))</p>
-                \(retry)<p class="muted">Error code: <code>\(HTMLPage.escape(code))</code></p>
+                <p>\(whatToDo)</p>
+                <p class="muted">Error code: <code>\(HTMLPage.escape(code))</code></p>
                 <p><a href="/login">Back to sign-in</a></p>
                 """
         ).response(status: status)

@@ -487,6 +487,11 @@ struct ServerSettings {
         }
         server.web.secureCookies = try source.given(\.web.secureCookies)
         server.web.domainAssociation = try source.given(\.web.domainAssociationFile)
+        server.branding.productName = try source.given(\.branding.productName)
+        server.branding.logo = try source.given(\.branding.logoFile)
+        server.branding.buttonStyle = try source.value(\.branding.buttonStyle)
+        server.branding.supportURL = try source.given(\.branding.supportURL)
+        server.branding.afterSignInURL = try source.given(\.branding.afterSignInURL)
     }
 
     /// The data keys of the key file, created on first start with one new key (0600).

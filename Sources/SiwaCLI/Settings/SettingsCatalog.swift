@@ -28,6 +28,7 @@ struct SettingsCatalog: Sendable {
     let sessions = Sessions()
     let internet = FacingTheInternet()
     let web = WebSignIn()
+    let branding = Branding()
     let lifecycle = AccountLifecycle()
     let compatibility = ClientContracts()
     let openID = OpenIDProvider()
@@ -551,6 +552,72 @@ struct SettingsCatalog: Sendable {
             guard name.utf8.count <= 64,
                 name.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_" || $0 == "-") })
             else { throw .init("expected a cookie name of letters, digits, '_' and '-'") }
+        }
+    }
+
+    struct Branding: SettingsSection {
+        let title = "Branding"
+        let productName = Setting.text(
+            "branding.productName",
+            "SIWA_BRANDING_PRODUCT_NAME",
+            meaning: "The product's name as users know it, on the sign-in and error pages (\"Sign in to Acme\")."
+        ) { name throws(SettingRefusal) in
+            guard name.count <= 60, !name.contains(where: { $0.isNewline }) else {
+                throw .init("expected a name of one line, at most 60 characters")
+            }
+        }
+        /// The value is the file's contents.
+        let logoFile = Setting<BrandingConfiguration.Logo>(
+            key: "branding.logoFile",
+            variable: "SIWA_BRANDING_LOGO_FILE",
+            type: "path",
+            meaning:
+                "The product's logo (PNG, SVG, JPEG or WebP, at most 256 KiB), read at start, served at "
+                + "/branding/logo and shown 56 px high above the sign-in and error pages."
+        ) { file throws(SettingRefusal) in
+            guard let type = BrandingConfiguration.Logo.contentType(ofFile: file) else {
+                throw .init("expected a .png, .svg, .jpg or .webp file, got '\(file)'")
+            }
+            guard let data = FileManager.default.contents(atPath: file) else {
+                throw .init("cannot read \(file)")
+            }
+            guard data.count <= BrandingConfiguration.Logo.maximumSize else {
+                throw .init("\(file) has \(data.count) bytes; a logo may have at most 256 KiB")
+            }
+            return BrandingConfiguration.Logo(bytes: Array(data), contentType: type)
+        }
+        let buttonStyle = Setting.choice(
+            "branding.buttonStyle",
+            "SIWA_BRANDING_BUTTON_STYLE",
+            default: SettingsCatalog.library.branding.buttonStyle,
+            allowed: BrandingConfiguration.ButtonStyle.allCases,
+            meaning:
+                "The Sign in with Apple button's style, as Apple's Human Interface Guidelines allow: black, white "
+                + "(on a dark stage) or white with an outline."
+        )
+        let supportURL = Setting.text(
+            "branding.supportURL",
+            "SIWA_BRANDING_SUPPORT_URL",
+            type: "URL",
+            meaning: "Where users get help (https:// or mailto:), linked from the sign-in and error pages."
+        ) { url throws(SettingRefusal) in
+            guard url.hasPrefix("https://") || url.hasPrefix("mailto:") else {
+                throw .init("expected an https:// URL or a mailto: address, got '\(url)'")
+            }
+        }
+        let afterSignInURL = Setting.text(
+            "web.afterSignInURL",
+            "SIWA_WEB_AFTER_SIGN_IN_URL",
+            type: "URL",
+            defaultText: "/login, which then shows the account",
+            meaning:
+                "Where a browser goes after signing in from /login: a path of this server (/welcome) or a URL whose "
+                + "origin is the public URL's or in SIWA_ALLOWED_RETURN_ORIGINS."
+        ) { url throws(SettingRefusal) in
+            let isPath = url.hasPrefix("/") && !url.hasPrefix("//")
+            guard isPath || ReturnURLPolicy.origin(of: url) != nil else {
+                throw .init("expected a path such as /welcome or an https URL, got '\(url)'")
+            }
         }
     }
 
