@@ -25,7 +25,8 @@ public struct AsyncHTTPClientTransport: HTTPTransport {
         configuration: clientConfiguration()
     )
 
-    /// The configuration of ``sharedClient``: no redirects followed, and connect and read timeouts.
+    /// The configuration of ``sharedClient``: no redirects followed, connect and read timeouts, and no spans of its
+    /// own (`AppleSignIn` traces each call to Apple).
     /// - Parameters:
     ///   - connectTimeout: how long a connection may take to open.
     ///   - readTimeout: how long an answer may pause between two reads.
@@ -35,6 +36,9 @@ public struct AsyncHTTPClientTransport: HTTPTransport {
     ) -> HTTPClient.Configuration {
         var configuration = HTTPClient.Configuration()
         configuration.redirectConfiguration = .disallow
+        // `AppleSignIn` makes each call's span and sends its `traceparent`; async-http-client's own span would
+        // double it, and its header replace the one that names the call's span.
+        configuration.tracing.tracer = nil
         configuration.timeout = .init(
             connect: .nanoseconds(connectTimeout.nanoseconds),
             read: .nanoseconds(readTimeout.nanoseconds)
