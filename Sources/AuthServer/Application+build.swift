@@ -5,6 +5,7 @@ public import Hummingbird
 import HummingbirdCore
 public import Logging
 public import NIOCore
+public import Tracing
 
 /// Builds the siwa server: the canonical API, well-known keys and health routes, over an injected store and HTTP
 /// transport. The CLI and the tests call this same function.
@@ -25,6 +26,9 @@ public import NIOCore
 ///     (``Logging/Logger/MetadataProvider/siwaRequestID`` is added to it).
 ///   - tls: serve https with this certificate (answers then carry `Strict-Transport-Security`, see
 ///     ``AuthServerConfiguration/hstsMaxAge``); `nil` for plain http.
+///   - tracer: with one, a span per request (its parent the caller's `traceparent`) with children for the identity
+///     token's verification and each store call; `nil` (the default) traces nothing and costs nothing. The calls to
+///     Apple are traced by `AppleSignIn` through the process's `InstrumentationSystem`: pass its tracer.
 ///   - onServerRunning: called once the port is bound and the server accepts connections.
 public func buildApplication(
     configuration: AuthServerConfiguration,
@@ -38,6 +42,7 @@ public func buildApplication(
     port: Int = 8080,
     logger: Logger = Logger(label: "siwa"),
     tls: ServerTLS? = nil,
+    tracer: (any Tracer)? = nil,
     onServerRunning: @escaping @Sendable (any Channel) async -> Void = { _ in }
 ) async throws -> some ApplicationProtocol {
     try await assembleApplication(
@@ -52,11 +57,12 @@ public func buildApplication(
         port: port,
         logger: logger,
         tls: tls,
+        tracer: tracer,
         onServerRunning: onServerRunning
     ).application
 }
 
-/// ``buildApplication(configuration:apple:store:transport:sealer:sharedLimits:clock:host:port:logger:tls:onServerRunning:)``, and
+/// ``buildApplication(configuration:apple:store:transport:sealer:sharedLimits:clock:host:port:logger:tls:tracer:onServerRunning:)``, and
 /// the routes its router registered, which a test compares with the OpenAPI document (`docs/openapi.json`), and the
 /// access each was registered with (``RouteAccess``), which a test walks with every kind of credential; and the
 /// access of the metrics listener's routes (empty without one).
@@ -72,6 +78,7 @@ func assembleApplication(
     port: Int,
     logger: Logger,
     tls: ServerTLS?,
+    tracer: (any Tracer)? = nil,
     onServerRunning: @escaping @Sendable (any Channel) async -> Void
 ) async throws -> (
     application: some ApplicationProtocol, routes: [RegisteredRoute], policies: [RegisteredRoute: RouteAccess],
@@ -81,6 +88,10 @@ func assembleApplication(
     // One registry per application, never the global `MetricsSystem`: tests run many applications in one process.
     // Counted only when a listener answers them.
     let metrics = configuration.metricsListener != nil ? ServerMetrics() : nil
+    // Every part below uses the store through this one: each call timed and traced, when either is on.
+    let store: any AccountStore =
+        metrics != nil || tracer != nil
+        ? InstrumentedAccountStore(base: store, metrics: metrics, tracer: tracer) : store
     // A store shared by several instances counts the limits for all of them.
     let sharedLimits =
         givenSharedLimits ?? store.sharedCounters().map { SharedLimits(counters: $0, clock: clock, logger: logger) }
@@ -143,7 +154,8 @@ func assembleApplication(
         clock: clock,
         logger: logger,
         metrics: metrics,
-        boundsSessionsInStore: sharedLimits != nil
+        boundsSessionsInStore: sharedLimits != nil,
+        tracer: tracer
     )
     let lifecycle = AccountLifecycle(
         configuration: configuration,
@@ -166,6 +178,8 @@ func assembleApplication(
     router.add(
         middleware: AccessLogMiddleware(trustedProxies: configuration.trustedProxies, metrics: metrics, logger: logger)
     )
+    // Next: its span then covers the rest, and carries the request id the access log made.
+    if let tracer { router.add(middleware: RequestTracingMiddleware(tracer: tracer)) }
     // Next, so that the errors the next one answers carry it too.
     if tls != nil, let maxAge = configuration.hstsMaxAge {
         router.add(middleware: StrictTransportSecurityMiddleware(maxAge: maxAge))

@@ -95,7 +95,7 @@ struct MetricsTests {
     }
 
     /// What the runbook reads: Apple's calls by outcome and their time, connections a cap closed, the revocations not
-    /// confirmed, and the keys' ages.
+    /// confirmed, the keys' ages and the store's time.
     @Test func theRunbooksMetricsAreThere() async throws {
         var configuration = AuthServerConfiguration(authRateLimit: nil, storeRefreshInterval: .milliseconds(200))
         configuration.connections.maximumConnectionsPerAddress = 2
@@ -130,6 +130,9 @@ struct MetricsTests {
             )
             #expect(metrics.value("siwa_apple_call_duration_seconds_count", ["call": "exchange"]) == 1)
             #expect(metrics.value("siwa_apple_revocations_pending", [:]) == 1)
+            // The store's time by call: the sign-in's one write, and the deletion's.
+            #expect(metrics.value("siwa_store_call_duration_seconds_count", ["call": "signIn"]) == 1)
+            #expect((metrics.value("siwa_store_call_duration_seconds_count", ["call": "deleteUser"]) ?? 0) >= 1)
             let signingKeyAge = try #require(metrics.value("siwa_signing_key_age_seconds", [:]))
             #expect(signingKeyAge >= 0)
             #expect(metrics.value("siwa_data_key_age_seconds", [:]) != nil)

@@ -33,6 +33,7 @@ public final class ServerMetrics: Sendable {
 
     private let requests: LabeledMetrics<RequestKey, Counter>
     private let durations: LabeledMetrics<String, DurationHistogram>
+    private let storeCalls: LabeledMetrics<String, DurationHistogram>
     private let signIns: [SignInKey: Counter]
     private let refreshes: [RefreshOutcome: Counter]
     private let identityTokenFailures: LabeledMetrics<String, Counter>
@@ -81,6 +82,14 @@ public final class ServerMetrics: Sendable {
         .milliseconds(250), .milliseconds(500), .seconds(1), .seconds(2.5), .seconds(5), .seconds(10),
     ]
 
+    /// Store call duration buckets, in seconds: 0.5 ms (a cached SQLite read) to 2.5 s (a pool waiting for a
+    /// connection).
+    static let storeDurationBuckets: [Duration] = [
+        .microseconds(500), .milliseconds(1), .milliseconds(2.5), .milliseconds(5), .milliseconds(10),
+        .milliseconds(25), .milliseconds(50), .milliseconds(100), .milliseconds(250), .milliseconds(500),
+        .seconds(1), .seconds(2.5),
+    ]
+
     /// - Parameter registry: where the metrics are registered (default: a new one, for this application alone).
     public init(registry: PrometheusCollectorRegistry = PrometheusCollectorRegistry()) {
         self.registry = registry
@@ -95,6 +104,17 @@ public final class ServerMetrics: Sendable {
                 descriptor: Self.name("http_request_duration", "seconds", "Time to answer an HTTP request, by route."),
                 labels: [("route", route)],
                 buckets: Self.durationBuckets
+            )
+        }
+        self.storeCalls = LabeledMetrics { call in
+            registry.makeDurationHistogram(
+                descriptor: Self.name(
+                    "store_call_duration",
+                    "seconds",
+                    "Time a call to the account store took (its queue for a connection included), by call."
+                ),
+                labels: [("call", call)],
+                buckets: Self.storeDurationBuckets
             )
         }
         let signInsName = Self.name(
@@ -252,6 +272,12 @@ public final class ServerMetrics: Sendable {
     func request(method: String, route: String, status: Int, duration: Duration) {
         requests[RequestKey(method: method, route: route, status: status)].increment()
         durations[route].record(duration)
+    }
+
+    /// Records how long a store call took.
+    /// - Parameter call: the store method's name (`signIn`, `rotateRefreshToken`): a fixed set.
+    func storeCall(_ call: String, duration: Duration) {
+        storeCalls[call].record(duration)
     }
 
     /// Counts a completed sign-in.

@@ -5,6 +5,7 @@ import Foundation
 import HTTPTypes
 import Logging
 import NIOCore
+import Tracing
 
 /// Turns a verified Apple sign-in into a siwa account and session. Shared by the native, web and compatibility
 /// routes, so that there is one implementation of sign-in.
@@ -25,6 +26,8 @@ struct SignInService: Sendable {
     /// Whether the store counts the sessions of an identity token for every instance, in the sign-in's own write
     /// (``NewSession/bound``), rather than ``replays``.
     let boundsSessionsInStore: Bool
+    /// Traces the identity token's verification (`nil`: tracing is off).
+    let tracer: (any Tracer)?
 
     init(
         configuration: AuthServerConfiguration,
@@ -36,7 +39,8 @@ struct SignInService: Sendable {
         clock: any WallClock,
         logger: Logger,
         metrics: ServerMetrics? = nil,
-        boundsSessionsInStore: Bool = false
+        boundsSessionsInStore: Bool = false,
+        tracer: (any Tracer)? = nil
     ) {
         self.configuration = configuration
         self.store = store
@@ -47,6 +51,7 @@ struct SignInService: Sendable {
         self.clock = clock
         self.logger = logger
         self.metrics = metrics
+        self.tracer = tracer
         self.replays = IdentityTokenReplayGuard(limit: configuration.maximumSessionsPerIdentityToken)
         self.boundsSessionsInStore = boundsSessionsInStore
     }
@@ -242,6 +247,23 @@ struct SignInService: Sendable {
         nonce: String?,
         requiredAudience: ClientID? = nil,
         consumesServerNonce: Bool = true
+    ) async throws -> IdentityToken {
+        // Its span holds the key set's fetch when the cache needs one, and the server nonce's consumption.
+        try await traced(tracer, "verify identity token") {
+            try await verifyIdentityTokenUntraced(
+                identityToken,
+                nonce: nonce,
+                requiredAudience: requiredAudience,
+                consumesServerNonce: consumesServerNonce
+            )
+        }
+    }
+
+    private func verifyIdentityTokenUntraced(
+        _ identityToken: String,
+        nonce: String?,
+        requiredAudience: ClientID?,
+        consumesServerNonce: Bool
     ) async throws -> IdentityToken {
         do {
             let token = try await verifier.verify(identityToken, expectedNonce: nonce)
