@@ -50,8 +50,10 @@ let package = Package(
         .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
         .package(url: "https://github.com/apple/swift-system.git", from: "1.8.1"),
         .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
-        // The tracing API alone (Hummingbird builds it already).
+        // The tracing API (Hummingbird builds it already); the exporter below is for `siwa serve` alone.
         .package(url: "https://github.com/apple/swift-distributed-tracing.git", from: "1.7.3"),
+        // OTLP over HTTP only: the gRPC trait would build grpc-swift and its HTTP/2 transport for nothing.
+        .package(url: "https://github.com/swift-otel/swift-otel.git", from: "1.6.0", traits: ["OTLPHTTP"]),
     ],
     targets: [
         // Apple's protocol: no I/O framework, no database, no server. Other Swift servers can use it alone.
@@ -189,8 +191,10 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "OTel", package: "swift-otel"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "SystemPackage", package: "swift-system"),
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "Yams", package: "Yams"),
             ],

@@ -5,6 +5,9 @@ import AuthServer
 import Foundation
 import Hummingbird
 import Logging
+import ServiceLifecycle
+import Tracing
+import UnixSignals
 
 /// `siwa serve`: the server, configured from `SIWA_*` environment variables.
 struct ServeCommand: AsyncParsableCommand {
@@ -60,6 +63,20 @@ struct ServeCommand: AsyncParsableCommand {
             logger.warning("\(warning.setting): \(warning.message)", metadata: ["found-by": "siwa doctor"])
         }
         DescriptorLimit.apply(to: &settings.server.connections, logger: logger)
+        // Once per process, and before the first call to Apple: the tracer is the process's `InstrumentationSystem`.
+        let tracing: (any Service)?
+        do {
+            tracing = try settings.tracing.map { try $0.bootstrap(logger: logger) }
+        } catch {
+            Terminal.error("error: SIWA_TRACING_ENDPOINT: the exporter could not start: \(error)")
+            throw ExitCode(2)
+        }
+        if let tracingSettings = settings.tracing {
+            logger.info(
+                "sending traces",
+                metadata: ["endpoint": "\(tracingSettings.endpoint)", "sample_ratio": "\(tracingSettings.sampleRatio)"]
+            )
+        }
         let store = try await StoreFactory.open(settings, logger: logger, checksDataKey: true)
         do {
             let app = try await buildApplication(
@@ -71,9 +88,20 @@ struct ServeCommand: AsyncParsableCommand {
                 host: settings.host,
                 port: settings.port,
                 logger: logger,
-                tls: settings.tls
+                tls: settings.tls,
+                tracer: tracing != nil ? InstrumentationSystem.tracer : nil
             )
-            try await app.runService()
+            if let tracing {
+                // A group stops its services in reverse order: the server first, then the exporter, which sends the
+                // spans it still holds.
+                try await ServiceGroup(
+                    services: [tracing, app],
+                    gracefulShutdownSignals: [.sigterm, .sigint],
+                    logger: logger
+                ).run()
+            } else {
+                try await app.runService()
+            }
         } catch {
             await store.close()
             throw error

@@ -41,6 +41,8 @@ struct ServerSettings {
     var dataKeyFromVariable = false
     /// Whether the database location was set (`SIWA_DATABASE_URL` or `SIWA_DATABASE_PATH`) rather than defaulted.
     var databaseIsConfigured = false
+    /// `tracing.*`; `nil` without `SIWA_TRACING_ENDPOINT`: tracing off.
+    var tracing: TracingSettings?
 
     /// A setting that could not be used.
     struct Problem: Error, CustomStringConvertible {
@@ -191,6 +193,7 @@ struct ServerSettings {
         }
         settings.server.metricsListener =
             metricsPort == 0 ? nil : MetricsListener(host: try source.value(\.server.metricsHost), port: metricsPort)
+        settings.tracing = try TracingSettings.load(from: source)
         try loadTLS(into: &settings, from: source)
         settings.logLevelIsSet = source.isGiven(\.server.logLevel)
         settings.databaseURL = try source.given(\.storage.databaseURL)

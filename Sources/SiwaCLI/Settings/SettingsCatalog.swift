@@ -32,6 +32,7 @@ struct SettingsCatalog: Sendable {
     let lifecycle = AccountLifecycle()
     let compatibility = ClientContracts()
     let openID = OpenIDProvider()
+    let tracing = Tracing()
 
     struct Server: SettingsSection {
         let title = "Server"
@@ -707,6 +708,52 @@ struct SettingsCatalog: Sendable {
                 throw .init("\(error)")
             }
         }
+    }
+}
+
+extension SettingsCatalog {
+    /// Where `siwa serve` sends its traces; the endpoint alone turns tracing on (``TracingSettings``).
+    struct Tracing: SettingsSection {
+        let title = "Tracing"
+        let endpoint = Setting.text(
+            "tracing.endpoint",
+            "SIWA_TRACING_ENDPOINT",
+            type: "URL",
+            meaning:
+                "An OpenTelemetry collector's OTLP/HTTP traces URL (protobuf), such as http://127.0.0.1:4318 (a URL "
+                + "without a path gets /v1/traces). Set, `siwa serve` sends a span per request, its stages as "
+                + "children (token verification, store calls, Apple's endpoints), and continues a caller's W3C "
+                + "`traceparent`; unset, nothing is traced."
+        ) { text throws(SettingRefusal) in
+            // The text is not repeated: a URL with a user may hold a password.
+            guard let url = URL(string: text), url.scheme == "http" || url.scheme == "https", url.host != nil,
+                url.query == nil, url.user == nil
+            else {
+                throw .init(
+                    "expected the collector's OTLP/HTTP URL such as http://127.0.0.1:4318 or "
+                        + "https://collector.example.com/v1/traces, with no user and no query"
+                )
+            }
+        }
+        let serviceName = Setting.text(
+            "tracing.serviceName",
+            "SIWA_TRACING_SERVICE_NAME",
+            default: "siwa",
+            meaning: "The `service.name` of siwa's spans."
+        ) { text throws(SettingRefusal) in
+            guard text.count <= 128, !text.contains(where: \.isNewline) else {
+                throw .init("expected a name of 1 to 128 characters on one line")
+            }
+        }
+        let sampleRatio = Setting.number(
+            "tracing.sampleRatio",
+            "SIWA_TRACING_SAMPLE_RATIO",
+            default: 1,
+            range: 0...1,
+            meaning:
+                "The share of the traces siwa starts that it records; a caller's `traceparent` decides for the "
+                + "caller's traces."
+        )
     }
 }
 
