@@ -74,12 +74,26 @@ struct TracingTests {
     }
 
     @Test func withoutACallerTheRequestStartsTheTrace() async throws {
-        let run = try await signInWithTracing(traceparent: nil)
+        let code = Self.randomHex(bytes: 8)
+        let run = try await signInWithTracing(
+            traceparent: nil,
+            thenGetting: ["/healthz", "/readyz", "/no/such/route/\(code)?code=\(code)"]
+        )
         let request = try #require(run.spans.first { $0.name == "POST /auth/apple/native" })
         #expect(request.parentSpanID.isEmpty)
         let token = try #require(run.spans.first { $0.name == "POST /auth/token" })
         #expect(token.traceID == request.traceID)
         #expect(run.appleSaw["/auth/token"] == ["00-\(request.traceID)-\(token.spanID)-01"])
+
+        // A route the router does not know is named by its method alone: its path is the client's to choose.
+        let unmatched = try #require(run.spans.first { $0.attributes["http.route"] == "unmatched" })
+        #expect(unmatched.name == "GET" && unmatched.attributes["http.response.status_code"] == "404")
+        for span in run.spans {
+            #expect(!([span.name] + span.attributes.values).contains { $0.contains(code) }, "\(span.name)")
+        }
+        // The health probes, and the background services' store calls, start no traces of their own.
+        #expect(!run.spans.contains { $0.name.contains("/healthz") || $0.name.contains("/readyz") })
+        #expect(run.spans.allSatisfy { !$0.name.hasPrefix("store ") || !$0.parentSpanID.isEmpty })
     }
 
     @Test func theSettingsAreCheckedNamingTheirVariable() throws {
@@ -137,9 +151,12 @@ struct TracingTests {
     private static let dataKey = Data(repeating: 7, count: 32).base64EncodedString()
 
     /// Runs `siwa serve` with tracing to this test's OTLP/HTTP receiver and Apple played by the emulator here, signs a
-    /// new user in natively (with `traceparent` when given), then stops the server, which sends its last spans as it
-    /// stops, so that the test waits for no timer.
-    private func signInWithTracing(traceparent: String?) async throws -> TracedSignIn {
+    /// new user in natively (with `traceparent` when given), gets `paths`, then stops the server, which sends its last
+    /// spans as it stops, so that the test waits for no timer.
+    private func signInWithTracing(
+        traceparent: String?,
+        thenGetting paths: [String] = []
+    ) async throws -> TracedSignIn {
         let teamKey = P256.Signing.PrivateKey()
         var configuration = EmulatorConfiguration.demo(key: teamKey)
         configuration.allowLocalRedirectURIs = true
@@ -197,6 +214,11 @@ struct TracingTests {
                     let accessToken = try #require(signedIn["accessToken"] as? String, "\(signedIn)")
                     let refreshToken = try #require(signedIn["refreshToken"] as? String, "\(signedIn)")
                     secrets.withLock { $0 = [identityToken, code, email, accessToken, refreshToken] }
+                    for path in paths {
+                        _ = try await URLSession.shared.data(
+                            from: try #require(URL(string: "http://127.0.0.1:\(port)\(path)"))
+                        )
+                    }
                     // SIGTERM: the server stops first, then the exporter, which sends what it still holds.
                     kill(server.pid, SIGTERM)
                     let status = try await offCooperativePool { server.waitForExit() }
