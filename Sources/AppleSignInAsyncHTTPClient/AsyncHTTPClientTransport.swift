@@ -26,7 +26,7 @@ public struct AsyncHTTPClientTransport: HTTPTransport {
     )
 
     /// The configuration of ``sharedClient``: no redirects followed, connect and read timeouts, and no spans of its
-    /// own (`AppleSignIn` traces each call to Apple).
+    /// own (siwa's server traces each call to Apple around the transport).
     /// - Parameters:
     ///   - connectTimeout: how long a connection may take to open.
     ///   - readTimeout: how long an answer may pause between two reads.
@@ -36,7 +36,7 @@ public struct AsyncHTTPClientTransport: HTTPTransport {
     ) -> HTTPClient.Configuration {
         var configuration = HTTPClient.Configuration()
         configuration.redirectConfiguration = .disallow
-        // `AppleSignIn` makes each call's span and sends its `traceparent`; async-http-client's own span would
+        // The server makes each call's span and sends its `traceparent`; async-http-client's own span would
         // double it, and its header replace the one that names the call's span.
         configuration.tracing.tracer = nil
         configuration.timeout = .init(

@@ -27,8 +27,8 @@ public import Tracing
 ///   - tls: serve https with this certificate (answers then carry `Strict-Transport-Security`, see
 ///     ``AuthServerConfiguration/hstsMaxAge``); `nil` for plain http.
 ///   - tracer: with one, a span per request (its parent the caller's `traceparent`) with children for the identity
-///     token's verification and each store call; `nil` (the default) traces nothing and costs nothing. The calls to
-///     Apple are traced by `AppleSignIn` through the process's `InstrumentationSystem`: pass its tracer.
+///     token's verification, each store call and each call to Apple (whose `traceparent` goes along); `nil` (the
+///     default) traces nothing and costs nothing.
 ///   - onServerRunning: called once the port is bound and the server accepts connections.
 public func buildApplication(
     configuration: AuthServerConfiguration,
@@ -92,6 +92,8 @@ func assembleApplication(
     let store: any AccountStore =
         metrics != nil || tracer != nil
         ? InstrumentedAccountStore(base: store, metrics: metrics, tracer: tracer) : store
+    // Each call to Apple a span of its own, its trace context sent along, when tracing is on.
+    let transport: any HTTPTransport = tracer.map { TracingTransport(base: transport, tracer: $0) } ?? transport
     // A store shared by several instances counts the limits for all of them.
     let sharedLimits =
         givenSharedLimits ?? store.sharedCounters().map { SharedLimits(counters: $0, clock: clock, logger: logger) }

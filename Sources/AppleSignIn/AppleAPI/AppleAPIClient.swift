@@ -239,14 +239,7 @@ enum AppleHTTP {
         timeout: Duration,
         logger: Logger
     ) async throws(AppleSignInError) -> HTTPTransportResponse {
-        let span = beginSpan(for: request)
-        var request = request
-        inject(span, into: &request)
         var attempt = 1
-        // Every way out ends the span: an answer, the last failure, a cancelled wait.
-        func end(_ outcome: Result<HTTPTransportResponse, AppleSignInError>) {
-            endSpan(span, outcome, attempts: attempt)
-        }
         while true {
             let outcome: Result<HTTPTransportResponse, AppleSignInError>
             do {
@@ -254,9 +247,7 @@ enum AppleHTTP {
             } catch let error as AppleSignInError {
                 outcome = .failure(error)
             } catch is CancellationError {
-                let cancelled = AppleSignInError(.transportFailed, "cancelled calling Apple \(request.path ?? "")")
-                end(.failure(cancelled))
-                throw cancelled
+                throw AppleSignInError(.transportFailed, "cancelled calling Apple \(request.path ?? "")")
             } catch {
                 outcome = .failure(
                     AppleSignInError(.transportFailed, "calling Apple \(request.path ?? "") failed: \(type(of: error))")
@@ -267,25 +258,17 @@ enum AppleHTTP {
             case .success(let answer):
                 let status = answer.response.status
                 retryable = status.kind == .serverError || status == .tooManyRequests
-                if !retryable || attempt >= retry.maximumAttempts {
-                    end(outcome)
-                    return answer
-                }
+                if !retryable || attempt >= retry.maximumAttempts { return answer }
             case .failure(let error):
                 retryable = error.code == .timeout || error.code == .transportFailed
-                if !retryable || attempt >= retry.maximumAttempts {
-                    end(outcome)
-                    throw error
-                }
+                if !retryable || attempt >= retry.maximumAttempts { throw error }
             }
             attempt += 1
             logger.debug("retrying Apple call", metadata: ["path": "\(request.path ?? "")", "attempt": "\(attempt)"])
             do {
                 try await Task.sleep(for: retry.delay(beforeAttempt: attempt))
             } catch {
-                let cancelled = AppleSignInError(.transportFailed, "cancelled calling Apple \(request.path ?? "")")
-                end(.failure(cancelled))
-                throw cancelled
+                throw AppleSignInError(.transportFailed, "cancelled calling Apple \(request.path ?? "")")
             }
         }
     }
