@@ -1,6 +1,8 @@
 """Signs each identity token of TOKENS_FILE in at a server COPIES times and prints the bearer tokens it answered.
 
 Usage: sign_in_all.py PORT PATH BODY_FIELD ANSWER_FIELD TOKENS_FILE [COPIES]
+  PORT          a port of 127.0.0.1 (plain http), or an https:// URL (the certificates Python trusts, e.g. the one
+                SSL_CERT_FILE names)
   PATH          /auth/apple/native (siwa) or /api/auth/siwa (the Vapor tutorial's route, siwa's or the peer's)
   BODY_FIELD    identityToken or appleIdentityToken
   ANSWER_FIELD  accessToken
@@ -8,8 +10,10 @@ Eight connections at once; exits non-zero on any answer other than 200.
 """
 import http.client
 import json
+import ssl
 import sys
 import threading
+import urllib.parse
 
 port, path, body_field, answer_field, tokens_file = sys.argv[1:6]
 copies = int(sys.argv[6]) if len(sys.argv) > 6 else 1
@@ -19,7 +23,12 @@ failure = []
 
 
 def work(start):
-    connection = http.client.HTTPConnection("127.0.0.1", int(port), timeout=60)
+    if port.startswith("https://"):
+        url = urllib.parse.urlsplit(port)
+        connection = http.client.HTTPSConnection(url.hostname, url.port, context=ssl.create_default_context(),
+                                                 timeout=60)
+    else:
+        connection = http.client.HTTPConnection("127.0.0.1", int(port), timeout=60)
     for index in range(start, len(identity_tokens), 8):
         body = json.dumps({body_field: identity_tokens[index]})
         connection.request("POST", path, body, {"content-type": "application/json"})
