@@ -360,6 +360,27 @@ public protocol AccountStore: Sendable {
     /// Whether `subject` holds the admin role in the store (one key lookup).
     func isAdmin(_ subject: AdminSubject) async throws(StoreError) -> Bool
 
+    // MARK: Service tokens of the admin API
+
+    /// Stores a service token with the SHA-256 of its secret (never the secret) and records
+    /// ``AuditEventType/adminTokenCreated`` by its ``AdminToken/createdBy``, in one transaction.
+    /// - Throws: ``StoreError`` `duplicate` when a token not revoked has the same name (or the hash is known).
+    func createAdminToken(_ token: AdminToken, tokenHash: [UInt8]) async throws(StoreError)
+
+    /// The service token whose secret hashes to `tokenHash` (one key lookup), revoked and expired ones included.
+    func adminToken(tokenHash: [UInt8]) async throws(StoreError) -> AdminToken?
+
+    /// Every service token, revoked and expired ones included, oldest first.
+    func adminTokens() async throws(StoreError) -> [AdminToken]
+
+    /// Revokes the token named `name` that is not revoked yet and records ``AuditEventType/adminTokenRevoked``, in one
+    /// transaction. Returns the revoked token, or `nil` (and changes nothing) when no such token is unrevoked.
+    @discardableResult
+    func revokeAdminToken(named name: String, by actor: AuditActor, now: Date) async throws(StoreError) -> AdminToken?
+
+    /// Notes that the token `id` was presented at `time` (its ``AdminToken/lastUsedAt``).
+    func noteAdminTokenUse(_ id: UUID, at time: Date) async throws(StoreError)
+
     // MARK: Health
 
     /// Succeeds when the store can serve requests.

@@ -196,4 +196,45 @@ extension InMemoryAccountStore {
         return adminGrantsBySubject[subject] != nil
     }
 
+    // MARK: Service tokens
+
+    public func createAdminToken(_ token: AdminToken, tokenHash: [UInt8]) throws(StoreError) {
+        try checkAvailable()
+        guard
+            !adminTokensWithHashes.contains(where: {
+                $0.hash == tokenHash || ($0.token.name == token.name && $0.token.revokedAt == nil)
+            })
+        else { throw StoreError(.duplicate, "a service token not revoked has that name") }
+        adminTokensWithHashes.append((token, tokenHash))
+        auditLog.append(token.auditEvent(.adminTokenCreated, by: token.createdBy, now: token.createdAt))
+    }
+
+    public func adminToken(tokenHash: [UInt8]) throws(StoreError) -> AdminToken? {
+        try checkAvailable()
+        return adminTokensWithHashes.first { $0.hash == tokenHash }?.token
+    }
+
+    public func adminTokens() throws(StoreError) -> [AdminToken] {
+        try checkAvailable()
+        return adminTokensWithHashes.map { $0.token }
+    }
+
+    public func revokeAdminToken(named name: String, by actor: AuditActor, now: Date) throws(StoreError) -> AdminToken?
+    {
+        try checkAvailable()
+        guard
+            let index = adminTokensWithHashes.firstIndex(where: { $0.token.name == name && $0.token.revokedAt == nil })
+        else { return nil }
+        adminTokensWithHashes[index].token.revokedAt = now
+        let token = adminTokensWithHashes[index].token
+        auditLog.append(token.auditEvent(.adminTokenRevoked, by: actor, now: now))
+        return token
+    }
+
+    public func noteAdminTokenUse(_ id: UUID, at time: Date) throws(StoreError) {
+        try checkAvailable()
+        guard let index = adminTokensWithHashes.firstIndex(where: { $0.token.id == id }) else { return }
+        adminTokensWithHashes[index].token.lastUsedAt = time
+    }
+
 }

@@ -42,6 +42,8 @@ public actor InMemoryAccountStore: AccountStore {
     /// The audit log, in append order (``InMemoryAccountStore+Console.swift``).
     var auditLog: [AuditEvent] = []
     var adminGrantsBySubject: [AdminSubject: AdminGrant] = [:]
+    /// Service tokens with the hash of their secret, oldest first.
+    var adminTokensWithHashes: [(token: AdminToken, hash: [UInt8])] = []
     /// The counts of settled days, as ``auditEventCounts(from:until:types:now:)`` first counted them.
     var countedDays: [Int64: [AuditEventCount]] = [:]
 

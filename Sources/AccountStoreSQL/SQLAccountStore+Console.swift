@@ -433,7 +433,7 @@ extension SQLAccountStore {
                 """
                 INSERT INTO admin_grants (subject, granted_by, granted_by_subject, granted_at)
                 VALUES (
-                    \(bind: subject.rawValue), \(bind: actor.kind), \(bind: actor.subject?.rawValue), \(bind: grantedAt)
+                    \(bind: subject.rawValue), \(bind: actor.kind), \(bind: actor.storedSubject), \(bind: grantedAt)
                 )
                 ON CONFLICT (subject) DO NOTHING
                 RETURNING subject

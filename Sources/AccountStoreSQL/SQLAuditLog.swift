@@ -46,7 +46,7 @@ enum SQLAuditLog {
         return """
             INSERT INTO audit_events (\(unsafeRaw: columns)) VALUES (
                 \(bind: id), \(bind: time), \(bind: event.type.rawValue), \(bind: event.userID?.description),
-                \(bind: event.actor.kind), \(bind: event.actor.subject?.rawValue), \(bind: event.channel?.rawValue),
+                \(bind: event.actor.kind), \(bind: event.actor.storedSubject), \(bind: event.channel?.rawValue),
                 \(bind: event.clientID?.rawValue), \(bind: event.reason), \(bind: event.sessionID?.description),
                 \(bind: details)
             )

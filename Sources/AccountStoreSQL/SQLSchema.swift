@@ -257,6 +257,25 @@ enum SQLSchema {
         // 10: on PostgreSQL, the counts every instance adds to for the limits of the whole deployment
         // (``sharedCountsTable``); SQLite has one process, which counts in memory.
         [],
+        // 11: the admin API's service tokens, found by the SHA-256 of their secret; a name is unique among the tokens
+        // not revoked, so that the audit log's name for a token means one credential at a time.
+        [
+            """
+            CREATE TABLE admin_tokens (
+                token_hash TEXT NOT NULL PRIMARY KEY,
+                id TEXT NOT NULL UNIQUE,
+                name TEXT NOT NULL,
+                scope TEXT NOT NULL,
+                created_at BIGINT NOT NULL,
+                created_by TEXT NOT NULL,
+                created_by_subject TEXT,
+                expires_at BIGINT NOT NULL,
+                last_used_at BIGINT,
+                revoked_at BIGINT
+            )
+            """,
+            "CREATE UNIQUE INDEX admin_tokens_unrevoked_name ON admin_tokens (name) WHERE revoked_at IS NULL",
+        ],
     ]
 
     /// The schema version this build of siwa writes.

@@ -203,7 +203,8 @@ func assembleApplication(
         sessions: sessions,
         configuration: configuration,
         cookieNames: [web.sessionName] + (compatibility.serviceStack ? [serviceStackCookies.access] : []),
-        requireAdmin: { context in _ = try await adminAccess.admin(context) }
+        serviceTokens: ServiceTokens(store: store, clock: clock),
+        requireAdmin: { context in try await adminAccess.admin(context).subject }
     )
     // Every route below is registered with who may call it; the guard enforces it before the handler runs.
     let routes = PolicedRoutes(router: router, guarding: guarding, declarations: PolicedRoutes.Declarations())

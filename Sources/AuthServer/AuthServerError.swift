@@ -84,6 +84,10 @@ public struct AuthServerError: Error, HTTPResponseError, CustomStringConvertible
         static let stateExpired = "state_expired"
         static let stateNotFound = "state_not_found"
         static let webSigninDisabled = "web_signin_disabled"
+        static let serviceTokenExpired = "service_token_expired"
+        static let serviceTokenRevoked = "service_token_revoked"
+        static let serviceTokenNotAccepted = "service_token_not_accepted"
+        static let insufficientScope = "insufficient_scope"
     }
 
     static let invalidRefreshToken = unauthorized(Code.invalidRefreshToken, "the refresh token is not valid")
@@ -113,6 +117,11 @@ public struct AuthServerError: Error, HTTPResponseError, CustomStringConvertible
         .forbidden,
         Code.adminNetworkRefused,
         "the admin routes answer only the operators' networks (SIWA_ADMIN_ALLOWED_NETWORKS)"
+    )
+    /// 401: a service token of the admin API presented on a route that is not the admin API's.
+    static let serviceTokenNotAccepted = unauthorized(
+        Code.serviceTokenNotAccepted,
+        "a service token is accepted only by the admin API (/admin/api/)"
     )
     static let appleConsentRevoked = unauthorized(
         Code.appleConsentRevoked,

@@ -853,6 +853,9 @@ enum OpenAPIDocument {
         "security": [
           {
             "adminBearer": []
+          },
+          {
+            "adminServiceToken": []
           }
         ],
         "parameters": [
@@ -908,6 +911,9 @@ enum OpenAPIDocument {
         "security": [
           {
             "adminBearer": []
+          },
+          {
+            "adminServiceToken": []
           }
         ],
         "parameters": [
@@ -948,11 +954,14 @@ enum OpenAPIDocument {
         "tags": [
           "admin"
         ],
-        "x-siwa-condition": "always registered; answers only an account with the admin role (SIWA_ADMIN_USERS or `siwa users grant-admin`)",
+        "x-siwa-condition": "always registered; answers only an account with the admin role (SIWA_ADMIN_USERS or `siwa users grant-admin`); a service token needs scope write",
         "summary": "Delete an account (as DELETE /api/me does)",
         "security": [
           {
             "adminBearer": []
+          },
+          {
+            "adminServiceToken": []
           }
         ],
         "parameters": [
@@ -1003,6 +1012,9 @@ enum OpenAPIDocument {
         "security": [
           {
             "adminBearer": []
+          },
+          {
+            "adminServiceToken": []
           }
         ],
         "parameters": [
@@ -1045,11 +1057,14 @@ enum OpenAPIDocument {
         "tags": [
           "admin"
         ],
-        "x-siwa-condition": "always registered; answers only an account with the admin role (SIWA_ADMIN_USERS or `siwa users grant-admin`)",
+        "x-siwa-condition": "always registered; answers only an account with the admin role (SIWA_ADMIN_USERS or `siwa users grant-admin`); a service token needs scope write",
         "summary": "End one session (`sessionId`) or all of an account's sessions (empty body)",
         "security": [
           {
             "adminBearer": []
+          },
+          {
+            "adminServiceToken": []
           }
         ],
         "parameters": [
@@ -1111,11 +1126,14 @@ enum OpenAPIDocument {
         "tags": [
           "admin"
         ],
-        "x-siwa-condition": "always registered; answers only an account with the admin role (SIWA_ADMIN_USERS or `siwa users grant-admin`)",
+        "x-siwa-condition": "always registered; answers only an account with the admin role (SIWA_ADMIN_USERS or `siwa users grant-admin`); a service token needs scope write",
         "summary": "Disable an account: its sessions end and it cannot sign in",
         "security": [
           {
             "adminBearer": []
+          },
+          {
+            "adminServiceToken": []
           }
         ],
         "parameters": [
@@ -1161,11 +1179,14 @@ enum OpenAPIDocument {
         "tags": [
           "admin"
         ],
-        "x-siwa-condition": "always registered; answers only an account with the admin role (SIWA_ADMIN_USERS or `siwa users grant-admin`)",
+        "x-siwa-condition": "always registered; answers only an account with the admin role (SIWA_ADMIN_USERS or `siwa users grant-admin`); a service token needs scope write",
         "summary": "Enable a disabled account",
         "security": [
           {
             "adminBearer": []
+          },
+          {
+            "adminServiceToken": []
           }
         ],
         "parameters": [
@@ -1216,6 +1237,9 @@ enum OpenAPIDocument {
         "security": [
           {
             "adminBearer": []
+          },
+          {
+            "adminServiceToken": []
           }
         ],
         "parameters": [
@@ -1295,6 +1319,9 @@ enum OpenAPIDocument {
         "security": [
           {
             "adminBearer": []
+          },
+          {
+            "adminServiceToken": []
           }
         ],
         "parameters": [
@@ -1645,6 +1672,123 @@ enum OpenAPIDocument {
           },
           "403": {
             "$ref": "#/components/responses/HTMLPage"
+          },
+          "503": {
+            "$ref": "#/components/responses/Unavailable"
+          }
+        }
+      }
+    },
+    "/admin/tokens": {
+      "get": {
+        "operationId": "consoleServiceTokens",
+        "tags": [
+          "admin"
+        ],
+        "x-siwa-condition": "always registered; answers only an account with the admin role (SIWA_ADMIN_USERS or `siwa users grant-admin`)",
+        "summary": "Console: the admin API's service tokens",
+        "description": "Every service token (name, scope, state, created, expires, last used; never the token), with a revoke form for each one not revoked. Tokens are created with `siwa admin tokens create`.",
+        "security": [
+          {
+            "adminBearer": []
+          },
+          {
+            "sessionCookie": []
+          },
+          {}
+        ],
+        "parameters": [
+          {
+            "name": "done",
+            "in": "query",
+            "description": "What the last form did, shown as a notice.",
+            "schema": {
+              "type": "string"
+            }
+          }
+        ],
+        "responses": {
+          "200": {
+            "$ref": "#/components/responses/HTMLPage"
+          },
+          "303": {
+            "$ref": "#/components/responses/SeeOther"
+          },
+          "401": {
+            "$ref": "#/components/responses/HTMLPage"
+          },
+          "403": {
+            "$ref": "#/components/responses/HTMLPage"
+          },
+          "503": {
+            "$ref": "#/components/responses/Unavailable"
+          }
+        }
+      }
+    },
+    "/admin/tokens/revoke": {
+      "post": {
+        "operationId": "consoleRevokeServiceToken",
+        "tags": [
+          "admin"
+        ],
+        "x-siwa-condition": "always registered; answers only an account with the admin role (SIWA_ADMIN_USERS or `siwa users grant-admin`)",
+        "summary": "Console: revoke a service token (a form post)",
+        "description": "CSRF-checked (Origin or Referer of this site) and the form's `token` must be this session's; `confirm=yes`. Recorded in the audit log as `admin_token_revoked` by the admin. Done: 303 back to the list.",
+        "security": [
+          {
+            "adminBearer": []
+          },
+          {
+            "sessionCookie": []
+          },
+          {}
+        ],
+        "requestBody": {
+          "required": true,
+          "content": {
+            "application/x-www-form-urlencoded": {
+              "schema": {
+                "type": "object",
+                "properties": {
+                  "token": {
+                    "type": "string",
+                    "description": "The form's anti-forgery token."
+                  },
+                  "confirm": {
+                    "type": "string",
+                    "description": "`yes`."
+                  },
+                  "name": {
+                    "type": "string",
+                    "description": "The service token's name."
+                  }
+                }
+              }
+            }
+          }
+        },
+        "responses": {
+          "303": {
+            "$ref": "#/components/responses/SeeOther"
+          },
+          "400": {
+            "$ref": "#/components/responses/HTMLPage"
+          },
+          "401": {
+            "$ref": "#/components/responses/HTMLPage"
+          },
+          "403": {
+            "$ref": "#/components/responses/HTMLPage"
+          },
+          "404": {
+            "$ref": "#/components/responses/HTMLPage"
+          },
+          "413": {
+            "$ref": "#/components/responses/HTMLPage"
+          },
+          "429": {
+            "$ref": "#/components/responses/RateLimited"
           },
           "503": {
             "$ref": "#/components/responses/Unavailable"
@@ -3672,6 +3816,12 @@ enum OpenAPIDocument {
         "bearerFormat": "JWT",
         "description": "An access token of an account holding the admin role (SIWA_ADMIN_USERS, or `siwa users grant-admin`). The admin API takes it in the Authorization header only, never as a cookie."
       },
+      "adminServiceToken": {
+        "type": "http",
+        "scheme": "bearer",
+        "bearerFormat": "siwa_at_ + 43 base64url characters",
+        "description": "A service token of the admin API (`siwa admin tokens create --name NAME --scope read|write`): scope `read` calls the GET routes of `/admin/api/`, scope `write` every route of it. Refused everywhere else (401 `service_token_not_accepted`); an expired or revoked one is 401 `service_token_expired` or `service_token_revoked`; a read token on a route that acts is 403 `insufficient_scope`. Each answer it gets names it in the `Siwa-Acting-Credential` header (`token NAME`), and the audit log records its actions under its name."
+      },
       "sessionCookie": {
         "type": "apiKey",
         "in": "cookie",
@@ -3810,7 +3960,7 @@ enum OpenAPIDocument {
         }
       },
       "Forbidden": {
-        "description": "Refused: `account_disabled` (an operator disabled the account), `csrf_check_failed` (a cookie-authenticated request from another origin), `admin_required`, or `admin_network_refused` (an admin route called from outside `SIWA_ADMIN_ALLOWED_NETWORKS`).",
+        "description": "Refused: `account_disabled` (an operator disabled the account), `csrf_check_failed` (a cookie-authenticated request from another origin), `admin_required`, or `admin_network_refused` (an admin route called from outside `SIWA_ADMIN_ALLOWED_NETWORKS`), or `insufficient_scope` (a service token of scope read on an admin API route that acts).",
         "content": {
           "application/json": {
             "schema": {

@@ -1,3 +1,4 @@
+import AccountStore
 public import Hummingbird
 public import NIOCore
 
@@ -15,6 +16,8 @@ public struct SiwaRequestContext: RequestContext, RemoteAddressRequestContext {
     /// Who is calling, as ``RouteGuard`` found it for the route's ``RouteAccess`` (`nil`: the request presented no
     /// access token the route reads).
     var authentication: Authentication?
+    /// The admin API's service token that the guard accepted for this request (`authentication` is then `nil`).
+    var serviceToken: AdminToken?
     /// The request's id, client address and caller, as the access log will say them (``AccessLogMiddleware`` sets it
     /// before any other middleware runs).
     var requestLog: RequestLog?

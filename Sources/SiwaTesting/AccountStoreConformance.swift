@@ -92,7 +92,7 @@ public enum AccountStoreConformance {
             Check("10 concurrent consumptions of one nonce succeed once", concurrentNonceConsumptionsSucceedOnce),
             Check("a signing key retires the current one; kids are unique", signingKeysRotate),
             Check("ping succeeds", pingSucceeds),
-        ] + lifecycleChecks + transferChecks + operatorChecks + sealedDataChecks + consoleChecks
+        ] + lifecycleChecks + transferChecks + operatorChecks + sealedDataChecks + consoleChecks + adminTokenChecks
         + authorizationCodeChecks
 
     // MARK: Accounts

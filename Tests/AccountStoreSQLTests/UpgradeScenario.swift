@@ -230,6 +230,29 @@ enum UpgradeScenario {
         // Version 7: the refresh tokens' table without its account key (on SQLite its definition edited, its rows kept: above, the
         // version-4 tokens rotated and their reuse was caught).
         try await RefreshTokenKeyScenario.check(store)
+
+        // Version 11: the admin API's service tokens, found by hash, a name unique among those not revoked.
+        let serviceToken = AdminToken(
+            name: "upgrade-bot",
+            scope: .write,
+            createdAt: now,
+            createdBy: .operator,
+            expiresAt: date(7_200_000)
+        )
+        try await store.createAdminToken(serviceToken, tokenHash: Array(repeating: 0xB1, count: 32))
+        #expect(try await store.adminToken(tokenHash: Array(repeating: 0xB1, count: 32))?.id == serviceToken.id)
+        await #expect(throws: StoreError.duplicate) {
+            try await store.createAdminToken(
+                AdminToken(
+                    name: "upgrade-bot",
+                    scope: .read,
+                    createdAt: now,
+                    createdBy: .operator,
+                    expiresAt: date(7_200_000)
+                ),
+                tokenHash: Array(repeating: 0xB2, count: 32)
+            )
+        }
     }
 
     private static func search(_ store: SQLAccountStore, _ query: String) async throws -> [UserID] {

@@ -6,6 +6,7 @@ import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
 import NIOCore
+import SiwaTesting
 import Testing
 
 /// The console's pages over HTTP: the gate (sign-in redirect, 403 for non-admins), the pages' content, and the
@@ -267,6 +268,65 @@ struct AdminConsoleTests {
             #expect(!page.html.contains("grant-admin"))
             #expect(!page.html.contains("SIWA_ADMIN_USERS"))
             #expect(page.html.contains("action=\"/auth/logout\""), "a way out")
+        }
+    }
+
+    /// The service tokens' page lists every token without its secret, and its form (this site's origin, the session's
+    /// form token, a ticked box) revokes one, recorded as done by the admin.
+    @Test func theConsoleListsServiceTokensAndRevokesOne() async throws {
+        try await ServerHarness.run { server in
+            let admin = try await Self.signIn(server, "admin@example.com")
+            try await server.store.grantAdmin(AdminSubject(admin.id), by: .operator, now: Date())
+            let secret = try await ServiceTokens.create(
+                name: "ops-bot",
+                scope: .write,
+                lifetimeDays: 30,
+                by: .operator,
+                in: server.store,
+                now: server.clock.now
+            ).secret
+            let page = try await Self.get(server, "/admin/tokens", bearer: admin.token)
+            #expect(page.status == .ok)
+            #expect(page.html.contains("<code>ops-bot</code>") && page.html.contains("active"))
+            #expect(!page.html.contains(secret))
+            let marker = "name=\"token\" value=\""
+            let start = try #require(page.html.range(of: marker)).upperBound
+            let token = String(page.html[start...].prefix(43))
+
+            let crossSite = try await Self.post(
+                server,
+                "/admin/tokens/revoke",
+                form: [("token", token), ("name", "ops-bot"), ("confirm", "yes")],
+                bearer: admin.token,
+                origin: "https://evil.example"
+            )
+            #expect(crossSite.status == .forbidden)
+            let noFormToken = try await Self.post(
+                server,
+                "/admin/tokens/revoke",
+                form: [("name", "ops-bot"), ("confirm", "yes")],
+                bearer: admin.token
+            )
+            #expect(noFormToken.status == .forbidden)
+            #expect(try await server.call(.get, "/admin/api/users", bearer: secret).status == .ok, "still active")
+
+            let done = try await Self.post(
+                server,
+                "/admin/tokens/revoke",
+                form: [("token", token), ("name", "ops-bot"), ("confirm", "yes")],
+                bearer: admin.token
+            )
+            #expect(done.status == .seeOther)
+            #expect(done.headers[.location] == "/admin/tokens?done=token%20ops%2Dbot%20revoked")
+            let refused = try await server.call(.get, "/admin/api/users", bearer: secret)
+            #expect(refused.json.string("error") == "service_token_revoked")
+            let events = try await server.store.auditEvents(
+                AuditEventFilter(types: [.adminTokenRevoked]),
+                limit: 10,
+                after: nil
+            ).items
+            #expect(events.map(\.actor) == [.admin(AdminSubject(admin.id))])
+            #expect(try await Self.get(server, "/admin/tokens", bearer: admin.token).html.contains("revoked"))
         }
     }
 

@@ -302,6 +302,27 @@ private struct AuditFailingStore: AccountStore {
         try await base.isAdmin(subject)
     }
 
+    func createAdminToken(_ token: AdminToken, tokenHash: [UInt8]) async throws(StoreError) {
+        try await base.createAdminToken(token, tokenHash: tokenHash)
+    }
+
+    func adminToken(tokenHash: [UInt8]) async throws(StoreError) -> AdminToken? {
+        try await base.adminToken(tokenHash: tokenHash)
+    }
+
+    func adminTokens() async throws(StoreError) -> [AdminToken] {
+        try await base.adminTokens()
+    }
+
+    @discardableResult
+    func revokeAdminToken(named name: String, by actor: AuditActor, now: Date) async throws(StoreError) -> AdminToken? {
+        try await base.revokeAdminToken(named: name, by: actor, now: now)
+    }
+
+    func noteAdminTokenUse(_ id: UUID, at time: Date) async throws(StoreError) {
+        try await base.noteAdminTokenUse(id, at: time)
+    }
+
     func ping() async throws(StoreError) {
         try await base.ping()
     }

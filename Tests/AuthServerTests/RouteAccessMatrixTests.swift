@@ -31,6 +31,8 @@ struct RouteAccessMatrixTests {
         case signedOut = "signed-out session's access token"
         case disabledAccount = "disabled account's access token"
         case forged = "not a token"
+        case readServiceToken = "service token, scope read"
+        case writeServiceToken = "service token, scope write"
     }
 
     /// The ways an access token can come with a request.
@@ -95,6 +97,8 @@ struct RouteAccessMatrixTests {
             switch access.credential {
             case .session, .sessionOrContractToken: [.session, .admin]
             case .admin: [.admin]
+            case .adminOrReadToken: [.admin, .readServiceToken, .writeServiceToken]
+            case .adminOrWriteToken: [.admin, .writeServiceToken]
             case .sessionOrRelyingParty: [.session, .admin, .relyingParty]
             default: []
             }
@@ -160,7 +164,7 @@ struct RouteAccessMatrixTests {
                             route,
                             way: way,
                             token: token,
-                            formToken: route.method == "POST" && route.path.hasPrefix("/admin/users/")
+                            formToken: route.method == "POST" && route.path.hasPrefix("/admin/")
                                 ? minter.formToken(for: token) : nil
                         )
                         let refused = Self.isRefusal(answer, route: route)
@@ -220,7 +224,8 @@ struct RouteAccessMatrixTests {
 
     /// The codes of a guard's refusal, in siwa's shape and in ServiceStack's (PascalCase), which a 403 names.
     static let refusalCodes = [
-        "csrf_check_failed", "admin_required", "account_disabled", "relying_party_token", "AdminRequired",
+        "csrf_check_failed", "admin_required", "account_disabled", "relying_party_token", "insufficient_scope",
+        "AdminRequired",
         "AccountDisabled", "RelyingPartyToken", "CsrfCheckFailed",
     ]
 
@@ -381,7 +386,20 @@ private struct Minter {
             .idToken: relyingParty.idToken, .refreshToken: session.refreshToken, .expired: expired,
             .signedOut: signedOut.accessToken, .disabledAccount: disabled.accessToken,
             .forged: "forged.\(Minter.notAToken).token",
+            .readServiceToken: try await serviceToken(.read), .writeServiceToken: try await serviceToken(.write),
         ]
+    }
+
+    /// A new service token of the admin API, as `siwa admin tokens create` makes it.
+    func serviceToken(_ scope: AdminTokenScope) async throws -> String {
+        try await ServiceTokens.create(
+            name: "matrix-\(scope.rawValue)-\(next())",
+            scope: scope,
+            lifetimeDays: 30,
+            by: .operator,
+            in: harness.store,
+            now: harness.clock.now
+        ).secret
     }
 
     /// A new credential of `kind`, for a route that may end the session it admits.

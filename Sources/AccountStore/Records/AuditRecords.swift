@@ -54,6 +54,10 @@ public enum AuditEventType: String, Sendable, Hashable, CaseIterable, Codable {
     case transferCompleted = "transfer_completed"
     /// The user allowed a public OpenID relying party on the consent page (details: `client`, `scope`).
     case clientConsentGranted = "client_consent_granted"
+    /// A service token of the admin API was created (details: `token`, its name; `scope`; `expires`, Unix seconds).
+    case adminTokenCreated = "admin_token_created"
+    /// A service token of the admin API was revoked (details as ``adminTokenCreated``).
+    case adminTokenRevoked = "admin_token_revoked"
 }
 
 /// Who did what an audit event records.
@@ -69,6 +73,8 @@ public enum AuditActor: Sendable, Hashable {
     case system
     /// An operator at the command line (`siwa users …`).
     case `operator`
+    /// A service token of the admin API, by its name (``AdminToken/name``).
+    case serviceToken(String)
 
     /// The stored name of the actor's kind.
     public var kind: String {
@@ -78,6 +84,16 @@ public enum AuditActor: Sendable, Hashable {
         case .apple: "apple"
         case .system: "system"
         case .operator: "operator"
+        case .serviceToken: "service_token"
+        }
+    }
+
+    /// What is stored beside ``kind``: the admin's subject, or the service token's name.
+    public var storedSubject: String? {
+        switch self {
+        case .admin(let subject): subject.rawValue
+        case .serviceToken(let name): name
+        default: nil
         }
     }
 
@@ -87,13 +103,16 @@ public enum AuditActor: Sendable, Hashable {
         return nil
     }
 
-    /// The actor stored as `kind` (and `subject` for an admin); `nil` for a kind this siwa does not know.
+    /// The actor stored as `kind` (and `subject` for an admin or a service token); `nil` for a kind this siwa does not know.
     public init?(kind: String, subject: String?) {
         switch kind {
         case "user": self = .user
         case "apple": self = .apple
         case "system": self = .system
         case "operator": self = .operator
+        case "service_token":
+            guard let name = subject, !name.isEmpty else { return nil }
+            self = .serviceToken(name)
         case "admin":
             guard let subject = subject.flatMap(AdminSubject.init) else { return nil }
             self = .admin(subject)

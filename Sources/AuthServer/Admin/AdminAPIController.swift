@@ -12,8 +12,10 @@ import Foundation
 #endif
 
 /// The admin API under `/admin/api/` for scripts: the console's operations as JSON, for a bearer access token of an
-/// account with the admin role (``AdminAccess``). 401 without a token, 403 `admin_required` without the role; errors as
-/// everywhere else (`{"error", "message"}`).
+/// account with the admin role (``AdminAccess``) or a service token (``ServiceTokens``: read for the GET routes,
+/// write for the others). 401 without a token, 403 `admin_required` without the role, 403 `insufficient_scope` for a
+/// read token that acts; errors as everywhere else (`{"error", "message"}`). Every answer the guard lets through names
+/// the credential that acted in `Siwa-Acting-Credential` (`token <name>` or `admin <subject>`).
 struct AdminAPIController: Sendable {
     let configuration: AuthServerConfiguration
     let access: AdminAccess
@@ -24,21 +26,23 @@ struct AdminAPIController: Sendable {
     static let pageLimit = 50
     static let maximumLimit = 200
 
-    /// An admin's session as a bearer token only: a session cookie does not count, so that a page of another site
-    /// (or a sibling subdomain) cannot drive the API with the admin's browser.
-    static let access = RouteAccess(credential: .admin, presentations: [.bearer], required: true)
+    /// An admin's session as a bearer token only, or a service token of either scope: a session cookie does not
+    /// count, so that a page of another site (or a sibling subdomain) cannot drive the API with the admin's browser.
+    static let reading = RouteAccess(credential: .adminOrReadToken, presentations: [.bearer], required: true)
+    /// As ``reading``, but a service token must have scope write: the routes that change accounts.
+    static let acting = RouteAccess(credential: .adminOrWriteToken, presentations: [.bearer], required: true)
 
     func addRoutes(to routes: PolicedRoutes) {
         let api = routes.group("/admin/api")
-        api.get("/users", access: Self.access, use: users)
-        api.get("/users/:id", access: Self.access, use: user)
-        api.get("/users/:id/sessions", access: Self.access, use: userSessions)
-        api.post("/users/:id/sessions/end", access: Self.access, use: endSessions)
-        api.post("/users/:id/disable", access: Self.access, use: disable)
-        api.post("/users/:id/enable", access: Self.access, use: enable)
-        api.delete("/users/:id", access: Self.access, use: delete)
-        api.get("/audit", access: Self.access, use: audit)
-        api.get("/stats", access: Self.access, use: stats)
+        api.get("/users", access: Self.reading, use: users)
+        api.get("/users/:id", access: Self.reading, use: user)
+        api.get("/users/:id/sessions", access: Self.reading, use: userSessions)
+        api.post("/users/:id/sessions/end", access: Self.acting, use: endSessions)
+        api.post("/users/:id/disable", access: Self.acting, use: disable)
+        api.post("/users/:id/enable", access: Self.acting, use: enable)
+        api.delete("/users/:id", access: Self.acting, use: delete)
+        api.get("/audit", access: Self.reading, use: audit)
+        api.get("/stats", access: Self.reading, use: stats)
     }
 
     // MARK: Reading
@@ -72,7 +76,7 @@ struct AdminAPIController: Sendable {
     }
 
     @Sendable func users(_ request: Request, context: SiwaRequestContext) async throws -> UsersPage {
-        _ = try await access.admin(context)
+        _ = try await access.caller(context)
         let query = request.uri.queryParameters["query"].map(String.init) ?? ""
         let limit = try Self.limit(request)
         let cursor = try Self.cursor(request)
@@ -103,7 +107,7 @@ struct AdminAPIController: Sendable {
     }
 
     @Sendable func user(_ request: Request, context: SiwaRequestContext) async throws -> UserDetail {
-        _ = try await access.admin(context)
+        _ = try await access.caller(context)
         let user = try await existingUser(context)
         let token = try await store.appleToken(userID: user.id)
         return UserDetail(
@@ -143,7 +147,7 @@ struct AdminAPIController: Sendable {
     }
 
     @Sendable func userSessions(_ request: Request, context: SiwaRequestContext) async throws -> SessionsList {
-        _ = try await access.admin(context)
+        _ = try await access.caller(context)
         let user = try await existingUser(context)
         let now = clock.now
         let records = try await store.sessions(userID: user.id, now: now, limit: Self.maximumLimit)
@@ -183,7 +187,7 @@ struct AdminAPIController: Sendable {
             type = event.type.rawValue
             userID = event.userID?.description
             actor = event.actor.kind
-            actorSubject = event.actor.subject?.rawValue
+            actorSubject = event.actor.storedSubject
             channel = event.channel?.rawValue
             clientID = event.clientID?.rawValue
             reason = event.reason
@@ -229,7 +233,7 @@ struct AdminAPIController: Sendable {
     }
 
     @Sendable func audit(_ request: Request, context: SiwaRequestContext) async throws -> AuditPage {
-        _ = try await access.admin(context)
+        _ = try await access.caller(context)
         let filter = try Self.auditFilter(request.uri.queryParameters)
         let limit = try Self.limit(request)
         let cursor = try Self.cursor(request)
@@ -250,7 +254,7 @@ struct AdminAPIController: Sendable {
     }
 
     @Sendable func endSessions(_ request: Request, context: SiwaRequestContext) async throws -> Ended {
-        let admin = try await access.admin(context)
+        let caller = try await access.caller(context)
         let user = try await existingUser(context)
         var request = request
         let body = try await request.collectBody(limit: configuration.maximumBodySize)
@@ -260,18 +264,18 @@ struct AdminAPIController: Sendable {
             guard let id = SessionID(text) else { throw Self.invalid("sessionId", "is not a session id") }
             return id
         }
-        let ended = try await actions.endSessions(of: user, only: sessionID, by: admin)
+        let ended = try await actions.endSessions(of: user, only: sessionID, by: caller)
         return Ended(endedSessions: ended.map(\.description))
     }
 
     @Sendable func disable(_ request: Request, context: SiwaRequestContext) async throws -> UserSummary {
-        let admin = try await access.admin(context)
-        return UserSummary(try await actions.disable(try await existingUser(context), by: admin))
+        let caller = try await access.caller(context)
+        return UserSummary(try await actions.disable(try await existingUser(context), by: caller))
     }
 
     @Sendable func enable(_ request: Request, context: SiwaRequestContext) async throws -> UserSummary {
-        let admin = try await access.admin(context)
-        return UserSummary(try await actions.enable(try await existingUser(context), by: admin))
+        let caller = try await access.caller(context)
+        return UserSummary(try await actions.enable(try await existingUser(context), by: caller))
     }
 
     struct Deleted: ResponseCodable {
@@ -282,9 +286,9 @@ struct AdminAPIController: Sendable {
     }
 
     @Sendable func delete(_ request: Request, context: SiwaRequestContext) async throws -> Deleted {
-        let admin = try await access.admin(context)
+        let caller = try await access.caller(context)
         let user = try await existingUser(context)
-        let deletion = try await actions.delete(user, by: admin)
+        let deletion = try await actions.delete(user, by: caller)
         return Deleted(
             user: user.id.description,
             mode: deletion.mode.rawValue,
@@ -312,7 +316,7 @@ struct AdminAPIController: Sendable {
     }
 
     @Sendable func stats(_ request: Request, context: SiwaRequestContext) async throws -> Stats {
-        _ = try await access.admin(context)
+        _ = try await access.caller(context)
         let count = try Self.integer(request.uri.queryParameters["days"].map(String.init), "days", 1...366) ?? 30
         return try await AdminStatistics(store: store, now: clock.now).stats(days: count)
     }

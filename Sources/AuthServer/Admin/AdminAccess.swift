@@ -16,6 +16,41 @@ struct AdminAccess: Sendable {
         var sessionID: SessionID
     }
 
+    /// Who acts through the admin API: a signed-in admin, or a service token.
+    enum Caller: Sendable {
+        case admin(Admin)
+        case serviceToken(AdminToken)
+
+        /// Who the audit log says acted.
+        var actor: AuditActor {
+            switch self {
+            case .admin(let admin): .admin(admin.subject)
+            case .serviceToken(let token): .serviceToken(token.name)
+            }
+        }
+
+        /// The caller's own account (a service token has none).
+        var userID: UserID? {
+            if case .admin(let admin) = self { return admin.user.id }
+            return nil
+        }
+
+        /// The caller for the log: the admin's account id, or the token's name.
+        var logName: String {
+            switch self {
+            case .admin(let admin): "admin \(admin.user.id)"
+            case .serviceToken(let token): "token \(token.name)"
+            }
+        }
+    }
+
+    /// The admin API's caller: the service token the route's guard accepted, else the admin of ``admin(_:)``.
+    /// - Throws: as ``admin(_:)``.
+    func caller(_ context: SiwaRequestContext) async throws -> Caller {
+        if let token = context.serviceToken { return .serviceToken(token) }
+        return .admin(try await admin(context))
+    }
+
     /// The request's admin: the session the route's guard accepted, in the ways the route allows (the admin API
     /// takes no cookie), and its account's role.
     /// - Throws: 401 without a session (or a session whose account is gone); 403 `admin_required` when the account

@@ -189,7 +189,7 @@ extension AdminConsoleController {
             """
     }
 
-    /// Who acted, in words: the account's own user, an admin by name (linked), Apple, siwa, or an operator.
+    /// Who acted, in words: the account's own user, an admin by name (linked), Apple, siwa, an operator, or a service token.
     private func actor(_ event: AuditEvent, _ people: AuditPeople) -> String {
         switch event.actor {
         case .user: "the user"
@@ -199,6 +199,7 @@ extension AdminConsoleController {
         case .apple: "Apple"
         case .system: "siwa"
         case .operator: "an operator (command line)"
+        case .serviceToken(let name): "service token <code>\(HTMLPage.escape(name))</code>"
         }
     }
 
@@ -238,6 +239,8 @@ extension AdminConsoleController {
         case .transferExported: "Team transfer: exported"
         case .transferCompleted: "Team transfer: completed"
         case .clientConsentGranted: "App allowed (OpenID consent)"
+        case .adminTokenCreated: "Service token created"
+        case .adminTokenRevoked: "Service token revoked"
         }
     }
 }

@@ -43,6 +43,8 @@ struct AdminConsoleController: Sendable {
         routes.get("/admin/users/:id", access: Self.access, use: user)
         routes.post("/admin/users/:id/:action", access: Self.access, use: act)
         routes.get("/admin/audit", access: Self.access, use: audit)
+        routes.get("/admin/tokens", access: Self.access, use: tokens)
+        routes.post("/admin/tokens/revoke", access: Self.access, use: revokeToken)
     }
 
     // MARK: Who is asking
@@ -342,20 +344,7 @@ struct AdminConsoleController: Sendable {
         let gate = try await gate(request, context)
         guard case .admin(let admin) = gate else { return gate.answer }
         do {
-            try CSRFCheck.verify(request, configuration: configuration)
-            var request = request
-            let body = try await request.collectBody(limit: configuration.maximumBodySize)
-            let fields = FormURLEncoding.decode(body.readableBytesView) ?? [:]
-            guard formTokens.accepts(fields["token"], for: admin.sessionID) else {
-                throw AuthServerError(
-                    .forbidden,
-                    AuthServerError.Code.csrfCheckFailed,
-                    "the form's token is not this session's: reload the page and try again"
-                )
-            }
-            guard fields["confirm"] == "yes" else {
-                throw AdminAPIController.invalid("confirm", "must be ticked to confirm the action")
-            }
+            let fields = try await checkedForm(request, admin)
             guard let id = context.parameters.get("id").flatMap(UserID.init), let user = try await store.user(id: id)
             else { throw AdminAPIController.noSuchUser }
             let done: String
@@ -364,18 +353,18 @@ struct AdminConsoleController: Sendable {
                 guard let session = fields["session"].flatMap(SessionID.init) else {
                     throw AdminAPIController.invalid("session", "is not a session id")
                 }
-                _ = try await actions.endSessions(of: user, only: session, by: admin)
+                _ = try await actions.endSessions(of: user, only: session, by: .admin(admin))
                 done = "session ended"
             case "end-all":
-                done = "\(try await actions.endSessions(of: user, only: nil, by: admin).count) sessions ended"
+                done = "\(try await actions.endSessions(of: user, only: nil, by: .admin(admin)).count) sessions ended"
             case "disable":
-                _ = try await actions.disable(user, by: admin)
+                _ = try await actions.disable(user, by: .admin(admin))
                 done = "account disabled"
             case "enable":
-                _ = try await actions.enable(user, by: admin)
+                _ = try await actions.enable(user, by: .admin(admin))
                 done = "account enabled"
             case "delete":
-                let deletion = try await actions.delete(user, by: admin)
+                let deletion = try await actions.delete(user, by: .admin(admin))
                 return Response(
                     status: .seeOther,
                     headers: [
@@ -396,6 +385,27 @@ struct AdminConsoleController: Sendable {
         } catch let error as AuthServerError {
             return Self.refusal(error, admin: admin)
         }
+    }
+
+    /// The fields of a console form whose origin (``CSRFCheck``), form token (the admin's session's) and confirmation
+    /// box are checked.
+    /// - Throws: ``AuthServerError`` 403 `csrf_check_failed`, or 400 when the box is not ticked.
+    func checkedForm(_ request: Request, _ admin: AdminAccess.Admin) async throws -> [String: String] {
+        try CSRFCheck.verify(request, configuration: configuration)
+        var request = request
+        let body = try await request.collectBody(limit: configuration.maximumBodySize)
+        let fields = FormURLEncoding.decode(body.readableBytesView) ?? [:]
+        guard formTokens.accepts(fields["token"], for: admin.sessionID) else {
+            throw AuthServerError(
+                .forbidden,
+                AuthServerError.Code.csrfCheckFailed,
+                "the form's token is not this session's: reload the page and try again"
+            )
+        }
+        guard fields["confirm"] == "yes" else {
+            throw AdminAPIController.invalid("confirm", "must be ticked to confirm the action")
+        }
+        return fields
     }
 
     /// The Apple revocations not done yet: Apple unreachable or refusing, or a 200 after which the token still
@@ -482,10 +492,13 @@ struct AdminConsoleController: Sendable {
         var filter = AuditEventFilter()
         filter.types = [
             .sessionEnded, .accountDisabled, .accountEnabled, .accountDeleted, .adminGranted, .adminRevoked,
+            .adminTokenCreated, .adminTokenRevoked,
         ]
         let events = try await store.auditEvents(filter, limit: 100, after: nil).items.filter {
-            if case .admin = $0.actor { return true }
-            return $0.actor == .operator
+            switch $0.actor {
+            case .admin, .serviceToken, .operator: true
+            default: false
+            }
         }.prefix(8)
         let body: String
         if events.isEmpty {

@@ -17,12 +17,14 @@ struct AdminPage {
         case overview
         case users
         case audit
+        case tokens
 
         var title: String {
             switch self {
             case .overview: "Overview"
             case .users: "Users"
             case .audit: "Audit log"
+            case .tokens: "Service tokens"
             }
         }
 
@@ -31,6 +33,7 @@ struct AdminPage {
             case .overview: "/admin"
             case .users: "/admin/users"
             case .audit: "/admin/audit"
+            case .tokens: "/admin/tokens"
             }
         }
     }

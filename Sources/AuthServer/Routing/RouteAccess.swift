@@ -1,3 +1,4 @@
+import AccountStore
 import HTTPTypes
 import Hummingbird
 
@@ -17,6 +18,10 @@ struct RouteAccess: Sendable, CustomStringConvertible {
         case session = "siwa session"
         /// A siwa session whose account holds the admin role.
         case admin = "admin session"
+        /// An admin session, or a service token of either scope (the admin API's reading routes).
+        case adminOrReadToken = "admin session or service token (read)"
+        /// An admin session, or a service token of scope write (the admin API's routes that act).
+        case adminOrWriteToken = "admin session or service token (write)"
         /// A relying party's access token or a siwa session (`/oauth/userinfo`).
         case sessionOrRelyingParty = "siwa session or relying party's token"
         /// A siwa session, or the contract's own opaque token, which the handler checks.
@@ -74,6 +79,18 @@ struct RouteAccess: Sendable, CustomStringConvertible {
     /// A siwa session, as a bearer token or a session cookie.
     static func session(required: Bool = true, refusal: Refusal = .json) -> RouteAccess {
         RouteAccess(credential: .session, presentations: [.bearer, .cookie], required: required, refusal: refusal)
+    }
+
+    /// Whether the route is an admin route (the admin networks apply, and the account must hold the role).
+    var isAdmin: Bool { [.admin, .adminOrReadToken, .adminOrWriteToken].contains(credential) }
+
+    /// The scope a service token needs on this route, or `nil` where none is accepted.
+    var serviceTokenScope: AdminTokenScope? {
+        switch credential {
+        case .adminOrReadToken: .read
+        case .adminOrWriteToken: .write
+        default: nil
+        }
     }
 
     /// Whether the guard reads an access token for this route at all.

@@ -1,3 +1,4 @@
+import AccountStore
 import AppleSignIn
 import HTTPTypes
 import Hummingbird
@@ -12,8 +13,11 @@ struct RouteGuard: Sendable {
     let configuration: AuthServerConfiguration
     /// Cookies that hold one of siwa's access tokens, in the order they are tried.
     let cookieNames: [String]
-    /// Refuses a session whose account does not hold the admin role (the admin routes' check).
-    let requireAdmin: @Sendable (SiwaRequestContext) async throws -> Void
+    /// The admin API's service tokens.
+    let serviceTokens: ServiceTokens
+    /// Refuses a session whose account does not hold the admin role (the admin routes' check); returns the subject
+    /// through which it holds it.
+    let requireAdmin: @Sendable (SiwaRequestContext) async throws -> AdminSubject
 
     /// Runs `handler` if the request may call a route of `access`, else answers the route's refusal.
     func respond(
@@ -23,12 +27,25 @@ struct RouteGuard: Sendable {
         handler: @Sendable (Request, SiwaRequestContext) async throws -> Response
     ) async throws -> Response {
         // Before any token is read: from elsewhere the admin routes say nothing of a token's worth.
-        if access.credential == .admin, !isAdminNetwork(request, context) {
+        if access.isAdmin, !isAdminNetwork(request, context) {
             return try access.refusal.answer(.adminNetworkRefused, request)
         }
         guard access.readsAccessToken else { return try await handler(request, context) }
         var request = request
         var context = context
+        if let scope = access.serviceTokenScope, let bearer = request.bearerToken,
+            ServiceTokens.looksLikeServiceToken(bearer)
+        {
+            let token: AdminToken
+            do {
+                token = try await serviceTokens.authenticate(bearer, needing: scope)
+            } catch let error as AuthServerError {
+                return try access.refusal.answer(error, request)
+            }
+            context.serviceToken = token
+            let response = try await handler(request, context)
+            return Self.naming(response, "token \(token.name)")
+        }
         do {
             context.authentication = try await authenticate(&request, access: access)
         } catch let error as AuthServerError {
@@ -48,14 +65,26 @@ struct RouteGuard: Sendable {
         case nil:
             if access.required { return try access.refusal.answer(.missingToken, request) }
         }
-        if access.credential == .admin, access.required {
+        if access.isAdmin, access.required {
+            let subject: AdminSubject
             do {
-                try await requireAdmin(context)
+                subject = try await requireAdmin(context)
             } catch let error as AuthServerError {
                 return try access.refusal.answer(error, request)
             }
+            if access.serviceTokenScope != nil {
+                let response = try await handler(request, context)
+                return Self.naming(response, "admin \(subject)")
+            }
         }
         return try await handler(request, context)
+    }
+
+    /// The admin API's answer with the credential that acted (``HTTPField/Name/siwaActingCredential``).
+    private static func naming(_ response: Response, _ credential: String) -> Response {
+        var response = response
+        response.headers[.siwaActingCredential] = credential
+        return response
     }
 
     /// Whether the client (as the rate limits see it, through trusted proxies) is in
@@ -121,6 +150,8 @@ struct RouteGuard: Sendable {
     )
         -> SiwaRequestContext.Authentication
     {
+        // A service token is read only where the route takes one (``respond``); anywhere else it is refused by name.
+        if ServiceTokens.looksLikeServiceToken(token) { return .refused(.serviceTokenNotAccepted) }
         do throws(AuthServerError) {
             switch try sessions.verify(token) {
             case .session(let claims): return .session(claims, via: presentation)
