@@ -417,6 +417,36 @@ struct InstrumentedAccountStore: AccountStore {
         try await measure("isAdmin") { () async throws(StoreError) in try await base.isAdmin(subject) }
     }
 
+    // MARK: Service tokens
+
+    func createAdminToken(_ token: AdminToken, tokenHash: [UInt8]) async throws(StoreError) {
+        try await measure("createAdminToken") { () async throws(StoreError) in
+            try await base.createAdminToken(token, tokenHash: tokenHash)
+        }
+    }
+
+    func adminToken(tokenHash: [UInt8]) async throws(StoreError) -> AdminToken? {
+        try await measure("adminToken") { () async throws(StoreError) in
+            try await base.adminToken(tokenHash: tokenHash)
+        }
+    }
+
+    func adminTokens() async throws(StoreError) -> [AdminToken] {
+        try await measure("adminTokens") { () async throws(StoreError) in try await base.adminTokens() }
+    }
+
+    func revokeAdminToken(named name: String, by actor: AuditActor, now: Date) async throws(StoreError) -> AdminToken? {
+        try await measure("revokeAdminToken") { () async throws(StoreError) in
+            try await base.revokeAdminToken(named: name, by: actor, now: now)
+        }
+    }
+
+    func noteAdminTokenUse(_ id: UUID, at time: Date) async throws(StoreError) {
+        try await measure("noteAdminTokenUse") { () async throws(StoreError) in
+            try await base.noteAdminTokenUse(id, at: time)
+        }
+    }
+
     // MARK: Health
 
     func ping() async throws(StoreError) {
