@@ -3,7 +3,9 @@ import AuthServer
 import Foundation
 import HTTPTypes
 import HummingbirdTesting
+import Logging
 import SiwaTesting
+import Synchronization
 import Testing
 
 /// The admin API's service tokens (`siwa admin tokens`): read and write scope, expiry, revocation, refusal everywhere
@@ -152,6 +154,26 @@ struct ServiceTokenTests {
             #expect(try await server.call(.get, "/admin/api/stats", bearer: secret).status == .ok)
             let used = try #require(try await server.store.adminTokens().first?.lastUsedAt)
             #expect(abs(used.timeIntervalSince(server.clock.now)) < 1)
+        }
+    }
+
+    @Test func theAccessLogNamesTheTokenNeverItsSecret() async throws {
+        let capture = LogRedactionTests.Capture()
+        try await ServerHarness.run(logger: capture.logger(level: .info)) { server in
+            let secret = try await Self.token(server, "nightly-report", .read)
+            let answer = try await server.call(.get, "/admin/api/stats", bearer: secret)
+            #expect(answer.status == .ok)
+            let refused = try await server.call(.get, "/admin/api/stats", bearer: "siwa_at_unknown")
+            #expect(refused.status == .unauthorized)
+            let lines = capture.lines.withLock { $0 }
+            let access = try lines.compactMap { line in
+                try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: String]
+            }.filter { $0["message"] == "request" && $0["route"] == "/admin/api/stats" }
+            #expect(access.count == 2, "\(lines)")
+            #expect(access.first?["service_token"] == "nightly-report", "\(access)")
+            #expect(access.first?["user"] == nil)
+            #expect(access.last?["service_token"] == nil, "a refused token names nothing")
+            #expect(!lines.contains { $0.contains(secret) || $0.contains("siwa_at_") })
         }
     }
 

@@ -95,6 +95,7 @@ struct AccessLogMiddleware: RouterMiddleware {
             metadata["user"] = .stringConvertible(caller.user)
             if let session = caller.session { metadata["session"] = .stringConvertible(session) }
         }
+        if let name = log.serviceTokenName { metadata["service_token"] = .string(name) }
         if logger.logLevel <= .debug { metadata["path"] = .string(LoggedURI.redacting(request.uri)) }
         logger.info("request", metadata: metadata)
     }

@@ -43,6 +43,7 @@ struct RouteGuard: Sendable {
                 return try access.refusal.answer(error, request)
             }
             context.serviceToken = token
+            context.requestLog?.identify(serviceToken: token.name)
             let response = try await handler(request, context)
             return Self.naming(response, "token \(token.name)")
         }

@@ -12,6 +12,7 @@ final class RequestLog: Sendable {
     /// The client's address as the rate limits see it: the peer, or the client a trusted proxy names.
     let client: String?
     private let caller = Mutex<Caller?>(nil)
+    private let serviceToken = Mutex<String?>(nil)
 
     /// The account and session a request acted for.
     struct Caller: Sendable, Equatable {
@@ -35,6 +36,14 @@ final class RequestLog: Sendable {
 
     /// The account and session the request acted for, when known.
     var identified: Caller? { caller.withLock { $0 } }
+
+    /// Records the admin API service token the request acted with, by its name (never its secret).
+    func identify(serviceToken name: String) {
+        serviceToken.withLock { $0 = name }
+    }
+
+    /// The name of the service token the request acted with, when it was one.
+    var serviceTokenName: String? { serviceToken.withLock { $0 } }
 
     /// The metadata key of the request id on every log line.
     static let idKey = "request_id"

@@ -64,8 +64,8 @@ struct SettingsCatalog: Sendable {
             default: Logger.Level.info,
             allowed: [.trace, .debug, .info, .notice, .warning, .error, .critical],
             meaning:
-                "At info, one access line per request (method, route, status, duration, client, user and session, "
-                + "request id); at debug it also has the path and query, credentials redacted."
+                "At info, one access line per request (method, route, status, duration, client, user and session "
+                + "or the admin API service token's name, request id); at debug it also has the path and query, credentials redacted."
         )
         let logFormat = Setting.choice(
             "log.format",
