@@ -55,10 +55,11 @@ extension DoctorCommand {
             ])
         }
         await store.shutdown()
-        return SealedDataCheck(findings: findings(census, settings), serveRefuses: serveRefuses)
+        return SealedDataCheck(findings: sealedDataFindings(census, settings), serveRefuses: serveRefuses)
     }
 
-    private static func findings(_ census: DataResealer.Census, _ settings: ServerSettings) -> [Finding] {
+    /// What a census of the sealed data means for the data keys, as doctor says it and `siwa serve` logs it.
+    static func sealedDataFindings(_ census: DataResealer.Census, _ settings: ServerSettings) -> [Finding] {
         let setting = settings.dataKeySetting
         var findings: [Finding] = []
         guard settings.dataKeyFound else {

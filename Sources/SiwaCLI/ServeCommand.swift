@@ -78,6 +78,13 @@ struct ServeCommand: AsyncParsableCommand {
             )
         }
         let store = try await StoreFactory.open(settings, logger: logger, checksDataKey: true)
+        // Serve refuses only data it needs at once (a signing key that does not open, above); an Apple refresh token
+        // sealed under a key the ring lacks fails only when that account is revoked. Doctor's census names those, and
+        // serve logs the same findings, counted while it already answers.
+        let census = Task {
+            await Self.logSealedDataCensus(settings, store: store.store, logger: logger)
+        }
+        defer { census.cancel() }
         do {
             let app = try await buildApplication(
                 configuration: settings.server,
@@ -103,9 +110,34 @@ struct ServeCommand: AsyncParsableCommand {
                 try await app.runService()
             }
         } catch {
+            census.cancel()
+            _ = await census.value
             await store.close()
             throw error
         }
+        census.cancel()
+        _ = await census.value
         await store.close()
+    }
+
+    /// Counts the sealed data by data key and logs doctor's findings: an error for each key the ring lacks and for
+    /// data no key opens, one info line when every item opens.
+    static func logSealedDataCensus(_ settings: ServerSettings, store: any AccountStore, logger: Logger) async {
+        let census: DataResealer.Census
+        do {
+            census = try await DataResealer(store: store, sealer: settings.quietDataSealer).census(batchSize: 2_000)
+        } catch {
+            if !Task.isCancelled {
+                logger.warning("the sealed data could not be counted", metadata: ["error": "\(error)"])
+            }
+            return
+        }
+        for finding in DoctorCommand.sealedDataFindings(census, settings) {
+            if finding.ok {
+                logger.info("\(finding.setting): \(finding.message)", metadata: ["found-by": "sealed-data census"])
+            } else {
+                logger.error("\(finding.setting): \(finding.message)", metadata: ["found-by": "sealed-data census"])
+            }
+        }
     }
 }

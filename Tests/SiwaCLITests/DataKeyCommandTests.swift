@@ -284,6 +284,13 @@ struct DataKeyCommandTests {
             ) == true,
             "\(doctor.findings)"
         )
+        // Serve starts, and logs the same finding as an error once it has counted.
+        let logged = try await withServer { _, log in try await censusLine(in: log) }
+        #expect(logged.contains(" error "), "\(logged)")
+        #expect(
+            logged.contains("SIWA_DATA_KEY_FILE: the database holds 1 item(s) sealed under data key \(id), which "),
+            "\(logged)"
+        )
 
         // The copy retire-data-key keeps, and a signing key under the same key.
         let kept = folder.url.appendingPathComponent("retired-data-keys/\(id)-2025-03-02.key").path
@@ -322,7 +329,8 @@ struct DataKeyCommandTests {
         doctor = try await doctorOnSealedData()
         #expect(!doctor.serveRefuses)
         #expect(doctor.findings.map(\.ok) == [true])
-        #expect(doctor.findings.map(\.message) == ["the keys open the database's 2 sealed item(s)"])
+        // The two under the restored key, and the signing key serve made above under the file's own.
+        #expect(doctor.findings.map(\.message) == ["the keys open the database's 3 sealed item(s)"])
 
         // With no key file at all, serve would make a new key, which opens none of it.
         try FileManager.default.removeItem(atPath: keyFile)
@@ -330,7 +338,7 @@ struct DataKeyCommandTests {
         #expect(doctor.serveRefuses)
         #expect(
             doctor.findings.map(\.message) == [
-                "the database holds 2 sealed item(s) and there is no key file \(keyFile): restore it from your backup (or "
+                "the database holds 3 sealed item(s) and there is no key file \(keyFile): restore it from your backup (or "
                     + "set SIWA_DATA_KEY); a new key cannot open them"
             ]
         )
@@ -496,6 +504,19 @@ struct DataKeyCommandTests {
 
     private func mode(_ path: String) throws -> Int? {
         try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int
+    }
+
+    /// The line serve logs of its sealed-data census, once it is written (serve counts after it starts answering).
+    private func censusLine(in log: String) async throws -> String {
+        for _ in 0..<600 {
+            let text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+            if let line = text.split(separator: "\n").first(where: { $0.contains("sealed-data census") }) {
+                return String(line)
+            }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        Issue.record("serve logged no census: \((try? String(contentsOfFile: log, encoding: .utf8)) ?? "")")
+        return ""
     }
 
     /// Runs `siwa serve` on the folder's database and key file while `body` runs, with its log's path.

@@ -107,6 +107,8 @@ public struct DataResealer: Sendable {
     ) async throws {
         var after: SealedItem.Position?
         while true {
+            // A stopping server cancels its census: between batches, each item stays as it was or as it was resealed.
+            try Task.checkCancellation()
             let page = try await store.sealedItems(after: after, limit: max(batchSize, 1))
             guard let last = page.last else { return }
             for item in page { try await body(item) }
