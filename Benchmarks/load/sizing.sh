@@ -153,7 +153,7 @@ http {
     fastcgi_temp_path $WORK/nginx/fastcgi;
     uwsgi_temp_path $WORK/nginx/uwsgi;
     scgi_temp_path $WORK/nginx/scgi;
-    upstream siwa { server 127.0.0.1:$UPSTREAM_PORT; keepalive 16; }
+    upstream siwa { server 127.0.0.1:$UPSTREAM_PORT; keepalive 16; keepalive_timeout 20s; }
     server {
         listen 127.0.0.1:$PROXY_PORT ssl;
         server_name localhost;

@@ -57,7 +57,7 @@ struct ReverseProxyTests {
             }
         } else {
             servers = """
-                upstream siwa { server 127.0.0.1:\(upstreamPort); keepalive 16; }
+                upstream siwa { server 127.0.0.1:\(upstreamPort); keepalive 16; keepalive_timeout 20s; }
                 server {
                     listen 127.0.0.1:\(port);
                     client_header_timeout 10s;

@@ -230,7 +230,7 @@ struct ThreeInstancesTests {
                 let proxySettings = DeploymentTests.root.appendingPathComponent("docs/deployment/nginx-proxy.conf")
                 let upstreams = instances.map { "server 127.0.0.1:\($0.port) max_fails=1 fail_timeout=30s;" }
                 let servers = """
-                    upstream siwa { \(upstreams.joined(separator: " ")) keepalive 16; }
+                    upstream siwa { \(upstreams.joined(separator: " ")) keepalive 16; keepalive_timeout 20s; }
                     server {
                         listen 127.0.0.1:\(port);
                         location / {
