@@ -200,6 +200,7 @@ struct DeploymentTests {
         for name in [
             "deployment/siwa.json", "deployment/siwa.service", "deployment/nginx-proxy.conf",
             "deployment/nginx-tls.conf", "swift build -c release --static-swift-stdlib", "LimitNOFILE",
+            "scripts/release", "podman run",
             "siwa migrate", "pg_dump", ".backup",
         ] {
             #expect(guide.contains(name), "docs/deploy.md does not mention \(name)")
