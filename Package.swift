@@ -310,6 +310,7 @@ let package = Package(
                 "SiwaTesting",
                 "SiwaTokenVerifier",
                 "SiwaTokenVerifierAsyncHTTPClient",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Hummingbird", package: "hummingbird"),

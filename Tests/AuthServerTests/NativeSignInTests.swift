@@ -1,6 +1,7 @@
 import AccountStore
 import AppleSignIn
 import AppleSignInAsyncHTTPClient
+import AsyncHTTPClient
 import AuthServer
 import Crypto
 import Foundation
@@ -139,35 +140,49 @@ struct NativeSignInTests {
                     try #require(try await harness.appleCredential("race@example.com").string("identityToken"))
                 )
             }
-            // Each answer as (user id, isNewUser): JSON objects are not Sendable. Sent through a client with a pool of
-            // connections, so that they reach the server at once (the harness's client has one connection, on which
-            // requests are pipelined and answered one after the other).
+            // Each answer as (user id, isNewUser): JSON objects are not Sendable. Sent through a client with a
+            // connection for each request, so that they reach the server at once (the harness's client has one
+            // connection, on which requests are pipelined and answered one after the other). With fewer connections
+            // than requests the rest would wait in the client's pool, and a slow machine's wait would exceed the
+            // pool's connect timeout.
             let server = try AppleBaseURL(harness.serverURL)
-            let answers = try await withThrowingTaskGroup(of: (String?, Bool?).self) { group in
-                for token in tokens {
-                    group.addTask {
-                        var request = HTTPRequest(
-                            method: .post,
-                            scheme: server.scheme,
-                            authority: server.authority,
-                            path: "/auth/apple/native"
-                        )
-                        request.headerFields[.contentType] = "application/json"
-                        let body = try JSONSerialization.data(withJSONObject: ["identityToken": token])
-                        let answer = try await AsyncHTTPClientTransport().send(
-                            request,
-                            body: Array(body),
-                            timeout: .seconds(60)
-                        )
-                        #expect(answer.response.status == .ok)
-                        let json = (try JSONSerialization.jsonObject(with: Data(answer.body))) as? [String: Any] ?? [:]
-                        return (json.user.string("id"), json["isNewUser"] as? Bool)
+            var configuration = AsyncHTTPClientTransport.clientConfiguration(connectTimeout: .seconds(60))
+            configuration.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = tokens.count
+            let client = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
+            let transport = AsyncHTTPClientTransport(client: client)
+            let answers: [(String?, Bool?)]
+            do {
+                answers = try await withThrowingTaskGroup(of: (String?, Bool?).self) { group in
+                    for token in tokens {
+                        group.addTask {
+                            var request = HTTPRequest(
+                                method: .post,
+                                scheme: server.scheme,
+                                authority: server.authority,
+                                path: "/auth/apple/native"
+                            )
+                            request.headerFields[.contentType] = "application/json"
+                            let body = try JSONSerialization.data(withJSONObject: ["identityToken": token])
+                            let answer = try await transport.send(
+                                request,
+                                body: Array(body),
+                                timeout: .seconds(60)
+                            )
+                            #expect(answer.response.status == .ok)
+                            let json =
+                                (try JSONSerialization.jsonObject(with: Data(answer.body))) as? [String: Any] ?? [:]
+                            return (json.user.string("id"), json["isNewUser"] as? Bool)
+                        }
                     }
+                    var answers: [(String?, Bool?)] = []
+                    for try await answer in group { answers.append(answer) }
+                    return answers
                 }
-                var answers: [(String?, Bool?)] = []
-                for try await answer in group { answers.append(answer) }
-                return answers
+            } catch {
+                try? await client.shutdown()
+                throw error
             }
+            try await client.shutdown()
             #expect(answers.count == 20)
             #expect(Set(answers.compactMap(\.0)).count == 1)
             #expect(answers.filter { $0.1 == true }.count == 1)
