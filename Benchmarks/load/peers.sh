@@ -19,7 +19,9 @@
 # "siwa-baseline", which runs every one of siwa's routes (in the ROUTES groups) but /healthz in the same rounds, so
 # that both databases grow alike, and goes first every other round (an even ROUNDS balances the order exactly): a
 # change's effect in one run. (A baseline that skipped routes had the smaller file and ran second in every round: two
-# builds swapped between the roles showed about 2.5% for the role alone.)
+# builds swapped between the roles showed about 2.5% for the role alone.) With DATABASES="sqlite postgres" the baseline
+# also runs on PostgreSQL, "siwa-baseline-pg", on a database of its own in the same PostgreSQL server, in the same
+# rounds and alternating order as "siwa-pg".
 #
 # ROUTES (default "sign-in me refresh") picks the groups of routes to run, e.g. ROUTES="sign-in" for a sign-in change:
 # /healthz and the floor run in every round regardless (the report needs them).
@@ -45,6 +47,7 @@ PG_SERVER_PORT=${PG_SERVER_PORT:-18083}
 PEER_PORT=${PEER_PORT:-18081}
 PEER_WAL_PORT=${PEER_WAL_PORT:-18082}
 BASELINE_PORT=${BASELINE_PORT:-18084}
+BASELINE_PG_PORT=${BASELINE_PG_PORT:-18085}
 EMULATOR_PORT=${EMULATOR_PORT:-19090}
 BUNDLE=com.example.siwa.demo
 
@@ -72,8 +75,9 @@ fi
 start_emulator "$EMULATOR_PORT" --server-url "http://127.0.0.1:$SERVER_PORT"
 
 declare -A PID_OF PORT_OF
-start_siwa() { # name database port [binary]
+start_siwa() { # name database port [binary] [PostgreSQL URL]
   server_environment "$2" "$3" "$WORK/$1.sqlite"
+  [ -n "${5:-}" ] && SERVER_ENV+=(SIWA_DATABASE_URL="$5") # the later assignment wins in env
   (cd "$WORK" && exec env "${SERVER_ENV[@]}" SIWA_COMPAT=vapor "${4:-$SIWA}" serve >"$WORK/$1.log" 2>&1) &
   PIDS+=($!)
   PID_OF[$1]=$!
@@ -101,9 +105,17 @@ if [ -n "${BASELINE_BINARY:-}" ]; then
   start_siwa siwa-baseline sqlite "$BASELINE_PORT" "$BASELINE_BINARY"
   SIWAS+=(siwa-baseline)
 fi
+PG_SIWAS=()
 if [[ " $DATABASES " == *" postgres "* ]]; then
   start_siwa siwa-pg postgres "$PG_SERVER_PORT"
-  SIWAS+=(siwa-pg)
+  PG_SIWAS+=(siwa-pg)
+  if [ -n "${BASELINE_BINARY:-}" ]; then
+    psql -q "$SIWA_TEST_POSTGRES_URL" -c "DROP DATABASE IF EXISTS siwa_baseline" -c "CREATE DATABASE siwa_baseline"
+    start_siwa siwa-baseline-pg postgres "$BASELINE_PG_PORT" "$BASELINE_BINARY" \
+      "$(python3 -c 'import sys, urllib.parse as u; p = u.urlsplit(sys.argv[1]); print(u.urlunsplit(p._replace(path="/siwa_baseline")))' "$SIWA_TEST_POSTGRES_URL")"
+    PG_SIWAS+=(siwa-baseline-pg)
+  fi
+  SIWAS+=("${PG_SIWAS[@]}")
 fi
 start_peer peer "$PEER_PORT" 0
 start_peer peer-wal "$PEER_WAL_PORT" 1
@@ -152,7 +164,9 @@ for round in $(seq 1 "$ROUNDS"); do
   # favours neither build.
   ORDER=("${SQLITE_SIWAS[@]}")
   [ "${#ORDER[@]}" -eq 2 ] && [ $((round % 2)) -eq 0 ] && ORDER=("${ORDER[1]}" "${ORDER[0]}")
-  ROUND_SIWAS=("${ORDER[@]}" "${SIWAS[@]:${#SQLITE_SIWAS[@]}}") # then PostgreSQL, when it runs
+  PG_ORDER=("${PG_SIWAS[@]}")
+  [ "${#PG_ORDER[@]}" -eq 2 ] && [ $((round % 2)) -eq 0 ] && PG_ORDER=("${PG_ORDER[1]}" "${PG_ORDER[0]}")
+  ROUND_SIWAS=("${ORDER[@]}" "${PG_ORDER[@]}") # then PostgreSQL, when it runs
   run "healthz:siwa" siwa /healthz none ""
   for name in "${ROUND_SIWAS[@]}"; do
     run "sign-in:$name-native" "$name" /auth/apple/native native "$WORK/identity-tokens"

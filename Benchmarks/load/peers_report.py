@@ -64,6 +64,7 @@ baseline_pairs = [
     ("sign-in:siwa-contract", "sign-in:siwa-baseline-contract"),
     ("me:siwa-api-me-distinct", "me:siwa-baseline-api-me-distinct"),
     ("me:siwa-contract", "me:siwa-baseline-contract"),
+    ("sign-in:siwa-pg-native", "sign-in:siwa-baseline-pg-native"), ("refresh:siwa-pg", "refresh:siwa-baseline-pg"),
 ]
 if any(b in runs for _, b in baseline_pairs):
     print("\nsiwa / the baseline build (BASELINE_BINARY), same run:\n")
