@@ -84,7 +84,12 @@ struct ServeCommand: AsyncParsableCommand {
         let census = Task {
             await Self.logSealedDataCensus(settings, store: store.store, logger: logger)
         }
-        defer { census.cancel() }
+        // The census reads the store: it ends before the store closes, whether the server stopped or failed.
+        func stop() async {
+            census.cancel()
+            _ = await census.value
+            await store.close()
+        }
         do {
             let app = try await buildApplication(
                 configuration: settings.server,
@@ -110,14 +115,10 @@ struct ServeCommand: AsyncParsableCommand {
                 try await app.runService()
             }
         } catch {
-            census.cancel()
-            _ = await census.value
-            await store.close()
+            await stop()
             throw error
         }
-        census.cancel()
-        _ = await census.value
-        await store.close()
+        await stop()
     }
 
     /// Counts the sealed data by data key and logs doctor's findings: an error for each key the ring lacks and for
