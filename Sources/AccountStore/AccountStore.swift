@@ -32,8 +32,9 @@ public protocol AccountStore: Sendable {
     /// With `session`, the account's new session and its first refresh token are stored in the same transaction (the
     /// sign-in is then one write, and a session never exists without its account). A disabled account
     /// (``UserRecord/disabledAt``) is returned as it is and no session is started: the caller refuses the sign-in.
-    /// A store with ``sharedCounters()`` counts the session against its ``NewSession/bound`` in that write too; once
-    /// the bound is reached it returns the account with ``SignInOutcome/sessionBoundReached``, starting no session.
+    /// A store with ``sharedCounters()`` keeps the session's ``NewSession/bound`` in that write too: it starts the
+    /// session under the first of the bound's ids not taken (``SignInOutcome/boundSessionID``), and once all are
+    /// taken returns the account with ``SignInOutcome/sessionBoundReached``, starting no session.
     ///
     /// A sign-in that starts a session is recorded in the audit log in that same write: an
     /// ``AuditEventType/signIn`` event (actor the user, with the session's channel, the facts' client id and the

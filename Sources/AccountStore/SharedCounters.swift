@@ -5,13 +5,13 @@ public import Foundation
 #endif
 
 /// Counts that every instance sharing a store adds to, so that the limits an operator configures (the rate limits,
-/// the web-flow and notification budgets; the store's sign-in adds the sessions one identity token may open,
+/// the web-flow and notification budgets; the sessions one identity token may open are kept by the store's sign-in,
 /// ``NewSession/bound``) hold for the whole deployment
 /// rather than for each process. Kept by a store that several processes share (PostgreSQL); a store used by one
 /// process has none (``AccountStore/sharedCounters()`` is `nil`) and its process counts in memory.
 ///
 /// A count is kept under a key and a window (a start time, in milliseconds; `0` for a count that is not windowed),
-/// until its expiry. Keys carry no secret: an identity token is counted by its hash.
+/// until its expiry. Keys carry no secret.
 public protocol SharedCounters: Sendable {
     /// Adds every increment to its key's count in its window, in one statement, and returns each count after it.
     ///

@@ -39,26 +39,13 @@ enum PostgresStatements {
 
     /// A returning user's sign-in with its new session: the account's update (``SQLAccountUpdate``, `$1…$11`; when it
     /// changes nothing, the account as it is) and the inserts of the session, its first refresh token and the sign-in's
-    /// audit event, which a disabled account does not get. No row: no account has this Apple user id.
-    ///
-    /// With a session bound (`$20` its key, `$21` its expiry, `$22` its limit; `$20` NULL: none), the session is
-    /// counted in `shared_counts` first, atomically across instances (the row lock of `ON CONFLICT … DO UPDATE`); once
-    /// the limit is counted nothing else is written, and the row's last column, `admitted`, is false. Counted here
-    /// rather than by a statement of its own, it costs no round trip.
+    /// audit event, which a disabled account does not get. No row: no account has this Apple user id. A session id
+    /// taken already (``AccountStore/SessionBound``) fails the statement on the sessions' key, writing nothing.
     struct SignInReturningUser: PostgresPreparedStatement {
-        static let name = "siwa_sign_in_returning_user_v5"
+        static let name = "siwa_sign_in_returning_user_v6"
         static let sql = """
-            WITH c AS (
-                INSERT INTO shared_counts (key, window_start, count, expires_at)
-                SELECT $20, 0, 1, $21 FROM users
-                WHERE $20 IS NOT NULL AND apple_user_id = $8 AND disabled_at IS NULL
-                ON CONFLICT (key, window_start) DO UPDATE SET count = shared_counts.count + 1
-                WHERE shared_counts.count < $22
-                RETURNING 1
-            ), g AS (
-                SELECT ($20 IS NULL OR EXISTS (SELECT 1 FROM c)) AS admitted
-            ), u AS (
-                \(SQLAccountUpdate.sql({ "$\($0.rawValue)" }, condition: "(SELECT admitted FROM g)"))
+            WITH u AS (
+                \(SQLAccountUpdate.sql { "$\($0.rawValue)" })
                 RETURNING \(SQLRecords.userColumns)
             ), a AS (
                 SELECT \(SQLRecords.userColumns) FROM u
@@ -66,27 +53,23 @@ enum PostgresStatements {
                 \(SQLAccountUpdate.existing { "$\($0.rawValue)" }) AND NOT EXISTS (SELECT 1 FROM u)
             ), s AS (
                 INSERT INTO sessions (id, user_id, created_at, channel, user_agent, client_address)
-                SELECT $12, id, $7, $16, $17, $18 FROM a WHERE disabled_at IS NULL AND (SELECT admitted FROM g)
+                SELECT $12, id, $7, $16, $17, $18 FROM a WHERE disabled_at IS NULL
             ), t AS (
                 INSERT INTO refresh_tokens (hash, session_id, user_id, issued_at, expires_at)
-                SELECT $13, $12, id, $14, $15 FROM a WHERE disabled_at IS NULL AND (SELECT admitted FROM g)
+                SELECT $13, $12, id, $14, $15 FROM a WHERE disabled_at IS NULL
             ), e AS (
                 \(SQLAuditLog.returningSignIn(
                     id: "$19", now: "$7", channel: "$16", clientID: "$1", sessionID: "$12",
-                    from: "a WHERE disabled_at IS NULL AND (SELECT admitted FROM g)"
+                    from: "a WHERE disabled_at IS NULL"
                 ))
             )
-            SELECT \(SQLRecords.userColumns), (SELECT admitted FROM g) FROM a
+            SELECT \(SQLRecords.userColumns) FROM a
             """
         static let bindingDataTypes: [PostgresDataType] = [
             .text, .text, .int8, .int8, .text, .text, .int8, .text, .text, .text, .text,
-            .text, .text, .int8, .int8, .text, .text, .text, .text, .text, .int8, .int8,
+            .text, .text, .int8, .int8, .text, .text, .text, .text,
         ]
-        /// The account's columns (``UserRow``) and whether the session bound admitted the session.
-        typealias Row = (
-            String, String, String, String?, Int64, Int64, Int64, String?, String?, Int64, Int64, Int64?, Int64?,
-            Int64?, Bool
-        )
+        typealias Row = UserRow
 
         var clientID: String
         var email: String?
@@ -107,12 +90,9 @@ enum PostgresStatements {
         var userAgent: String?
         var clientAddress: String?
         var eventID: String
-        var boundKey: String?
-        var boundExpiresAt: Int64?
-        var boundLimit: Int64?
 
         func makeBindings() throws -> PostgresBindings {
-            var bindings = PostgresBindings(capacity: 22)
+            var bindings = PostgresBindings(capacity: 19)
             bindings.append(clientID)
             bindings.append(email)
             bindings.append(emailVerified)
@@ -132,9 +112,6 @@ enum PostgresStatements {
             bindings.append(userAgent)
             bindings.append(clientAddress)
             bindings.append(eventID)
-            bindings.append(boundKey)
-            bindings.append(boundExpiresAt)
-            bindings.append(boundLimit)
             return bindings
         }
 

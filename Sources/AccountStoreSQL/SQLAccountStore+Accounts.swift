@@ -1,5 +1,6 @@
 public import AccountStore
 public import AppleSignIn
+import PostgresNIO
 import SQLKit
 import SQLiteNIO
 
@@ -30,8 +31,8 @@ extension SQLAccountStore {
                 expiresAt: try SQLValue.milliseconds(session.expiresAt),
                 channel: session.metadata.channel?.rawValue, userAgent: session.metadata.userAgent,
                 clientAddress: session.metadata.clientAddress,
-                // Counted where the counts are shared (PostgreSQL); SQLite's one process counts in memory.
-                bound: connections.flavor == .postgres ? session.bound : nil
+                // Kept where the sessions are shared (PostgreSQL); SQLite's one process counts in memory.
+                boundIDs: connections.flavor == .postgres ? session.bound?.sessionIDs.map(\.description) : nil
             )
         }
         // The sign-in's audit events (a new account's creation and the sign-in), when it starts a session; ids made in
@@ -68,7 +69,9 @@ extension SQLAccountStore {
 
         // PostgreSQL, a returning user with a session: one prepared statement (the update and both inserts as
         // data-modifying CTEs, atomic on their own) instead of five round trips. No row: not a returning user; the
-        // transaction below handles every other case.
+        // transaction below handles every other case. A bounded session takes the bound's first id; when a session
+        // has it already (the token signed in before), the statement writes nothing and the transaction below takes
+        // the next id free.
         if connections.flavor == .postgres, let sessionRow {
             let statement = PostgresStatements.SignInReturningUser(
                 clientID: clientID,
@@ -82,33 +85,29 @@ extension SQLAccountStore {
                 emailKey: emailKey,
                 givenNameKey: givenNameKey,
                 familyNameKey: familyNameKey,
-                sessionID: sessionRow.id,
+                sessionID: sessionRow.boundIDs?.first ?? sessionRow.id,
                 refreshTokenHash: sessionRow.hash,
                 issuedAt: sessionRow.issuedAt,
                 expiresAt: sessionRow.expiresAt,
                 channel: sessionRow.channel,
                 userAgent: sessionRow.userAgent,
                 clientAddress: sessionRow.clientAddress,
-                eventID: signInEventID,
-                boundKey: sessionRow.bound?.key,
-                boundExpiresAt: try sessionRow.bound.map { bound throws(StoreError) in
-                    try SQLValue.milliseconds(bound.expiresAt)
-                },
-                boundLimit: sessionRow.bound.map { Int64($0.limit) }
+                eventID: signInEventID
             )
             do {
-                let row = try await postgres("sign in") { connection, logger in
-                    try await connection.lastRow(of: statement, logger: logger)
+                let answer = try await postgres("sign in") {
+                    connection,
+                    logger -> (row: PostgresStatements.UserRow?, taken: Bool) in
+                    do {
+                        return (row: try await connection.lastRow(of: statement, logger: logger), taken: false)
+                    } catch let error as PSQLError where error.violatesSessionsKey {
+                        return (row: nil, taken: true)
+                    }
                 }
-                if let row {
-                    let user = try PostgresStatements.user(
-                        (
-                            row.0, row.1, row.2, row.3, row.4, row.5, row.6, row.7, row.8, row.9, row.10, row.11,
-                            row.12, row.13
-                        )
-                    )
-                    // A disabled account is counted nothing and refused as disabled.
-                    return SignInOutcome(user: user, isNewUser: false, sessionBoundReached: !row.14 && !user.isDisabled)
+                if let row = answer.row {
+                    let user = try PostgresStatements.user(row)
+                    let boundID = sessionRow.boundIDs?.first.flatMap(SessionID.init)
+                    return SignInOutcome(user: user, isNewUser: false, boundSessionID: user.isDisabled ? nil : boundID)
                 }
             } catch  where error.code == .notFound {
                 // The account was deleted while the statement ran (the session's reference failed): sign in afresh.
@@ -162,46 +161,58 @@ extension SQLAccountStore {
         }
 
         return try await write("sign in") { database in
-            let outcome = try await findOrCreate(database)
+            var outcome = try await findOrCreate(database)
             // A disabled account signs in to no session (the caller refuses it).
             if let sessionRow, !outcome.user.isDisabled {
-                if let bound = sessionRow.bound {
-                    let expiresAt = try SQLValue.milliseconds(bound.expiresAt)
-                    let counted = try await database.raw(
-                        """
-                        INSERT INTO shared_counts (key, window_start, count, expires_at)
-                        VALUES (\(bind: bound.key), 0, 1, \(bind: expiresAt))
-                        ON CONFLICT (key, window_start) DO UPDATE SET count = shared_counts.count + 1
-                        WHERE shared_counts.count < \(bind: Int64(bound.limit))
-                        RETURNING count
-                        """
-                    ).first()
-                    guard counted != nil else {
-                        var refused = outcome
-                        refused.sessionBoundReached = true
-                        return refused
-                    }
-                }
                 let userID = outcome.user.id.description
-                try await database.raw(
-                    """
-                    INSERT INTO sessions (id, user_id, created_at, channel, user_agent, client_address)
-                    VALUES (
-                        \(bind: sessionRow.id), \(bind: userID), \(bind: now), \(bind: sessionRow.channel),
-                        \(bind: sessionRow.userAgent), \(bind: sessionRow.clientAddress)
-                    )
-                    """
-                ).run()
+                // Whether the session started: always, or with `unlessTaken` only when no session has the id.
+                func insertSession(_ id: String, unlessTaken: Bool) async throws -> Bool {
+                    let insert: SQLQueryString = """
+                        INSERT INTO sessions (id, user_id, created_at, channel, user_agent, client_address)
+                        VALUES (
+                            \(bind: id), \(bind: userID), \(bind: now), \(bind: sessionRow.channel),
+                            \(bind: sessionRow.userAgent), \(bind: sessionRow.clientAddress)
+                        )
+                        """
+                    guard unlessTaken else {
+                        try await database.raw(insert).run()
+                        return true
+                    }
+                    return try await database.raw(insert + " ON CONFLICT (id) DO NOTHING RETURNING id").first() != nil
+                }
+                var sessionID = sessionRow.id
+                if let boundIDs = sessionRow.boundIDs {
+                    // The first id no session has taken, the taken ones looked up at once (a refused replay costs
+                    // one query). An insert racing for the same id on another instance is waited for, and the loser
+                    // looks again, finding one more taken: at most as many sessions as ids start.
+                    var free: String?
+                    while free == nil {
+                        let taken = try await database.raw(
+                            "SELECT id FROM sessions WHERE id IN (\(binds: boundIDs))"
+                        ).all().map { try $0.decode(column: "id", as: String.self) }
+                        guard let candidate = boundIDs.first(where: { !taken.contains($0) }) else { break }
+                        if try await insertSession(candidate, unlessTaken: true) { free = candidate }
+                    }
+                    guard let free else {
+                        outcome.sessionBoundReached = true
+                        return outcome
+                    }
+                    sessionID = free
+                    outcome.boundSessionID = SessionID(free)
+                } else {
+                    _ = try await insertSession(sessionID, unlessTaken: false)
+                }
                 try await database.raw(
                     """
                     INSERT INTO refresh_tokens (hash, session_id, user_id, issued_at, expires_at)
                     VALUES (
-                        \(bind: sessionRow.hash), \(bind: sessionRow.id), \(bind: userID), \(bind: sessionRow.issuedAt),
+                        \(bind: sessionRow.hash), \(bind: sessionID), \(bind: userID), \(bind: sessionRow.issuedAt),
                         \(bind: sessionRow.expiresAt)
                     )
                     """
                 ).run()
                 if var event = signInEvent {
+                    event.sessionID = outcome.boundSessionID ?? event.sessionID
                     event.userID = outcome.user.id
                     event.details = ["account": outcome.isNewUser ? "new" : "returning"]
                     if outcome.isNewUser {

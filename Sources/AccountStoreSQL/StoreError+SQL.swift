@@ -95,3 +95,10 @@ extension StoreError {
         }
     }
 }
+
+extension PSQLError {
+    /// Whether PostgreSQL refused a session whose id another session has (a bounded sign-in's id was taken).
+    var violatesSessionsKey: Bool {
+        code == .server && serverInfo?[.sqlState] == "23505" && serverInfo?[.constraintName] == "sessions_pkey"
+    }
+}

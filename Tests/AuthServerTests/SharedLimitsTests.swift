@@ -1,7 +1,7 @@
 import AccountStore
 import AccountStoreSQL
 import AppleSignIn
-import AuthServer
+@testable import AuthServer
 import Foundation
 import HTTPTypes
 import Logging
@@ -108,15 +108,18 @@ struct SharedLimitsTests {
         }
     }
 
-    /// Twenty sign-ins with one identity token at once, as three instances' would arrive: the store counts each in
-    /// the sign-in's own write, so exactly the bound start sessions, whether the sign-in is the account's first (the
-    /// general transaction) or a returning one (the prepared statement), and the others start none.
+    /// Twenty sign-ins with one identity token at once, as three instances' would arrive: each session takes the first
+    /// of the token's ids still free in the sign-in's own write, so exactly the bound start sessions, whether the
+    /// sign-in is the account's first (the general transaction) or a returning one (the prepared statement), and the
+    /// others start none.
     @Test func theStoreBoundsAnIdentityTokensSessionsUnderConcurrency() async throws {
         let url = try #require(ProcessInfo.processInfo.environment["SIWA_TEST_POSTGRES_URL"])
         let store = try await SQLAccountStore.postgres(url: url, schema: Self.newSchema(), logger: Self.logger)
         do {
             let facts = AppleSignInFacts(appleUserID: AppleUserID("000123.raced"), clientID: ClientID("com.example"))
-            let bound = SessionBound(key: "token:raced", limit: 3, expiresAt: Date() + 60)
+            let bound = SessionBound(
+                sessionIDs: SignInService.boundSessionIDs("raced.identity.token", expiresAt: Date() + 60, limit: 3)
+            )
             func session() -> NewSession {
                 NewSession(
                     sessionID: SessionID(),
@@ -132,12 +135,18 @@ struct SharedLimitsTests {
                 }
                 return try await group.reduce(into: []) { $0.append($1) }
             }
-            #expect(outcomes.filter { !$0.sessionBoundReached }.count == 3)
+            let admitted = outcomes.filter { !$0.sessionBoundReached }
+            #expect(admitted.count == 3)
+            #expect(Set(admitted.compactMap(\.boundSessionID)) == Set(bound.sessionIDs))
+            #expect(outcomes.filter(\.sessionBoundReached).allSatisfy { $0.boundSessionID == nil })
             let user = try #require(outcomes.first?.user)
-            #expect(try await store.sessions(userID: user.id, now: Date(), limit: 100).count == 3)
+            let started = try await store.sessions(userID: user.id, now: Date(), limit: 100)
+            #expect(Set(started.map(\.id)) == Set(bound.sessionIDs))
             // Another token of the same user has a count of its own; a sign-in without a bound is not counted.
             var other = session()
-            other.bound = SessionBound(key: "token:other", limit: 3, expiresAt: Date() + 60)
+            other.bound = SessionBound(
+                sessionIDs: SignInService.boundSessionIDs("other.identity.token", expiresAt: Date() + 60, limit: 3)
+            )
             #expect(try await store.signIn(facts, startingSession: other, now: Date()).sessionBoundReached == false)
             let unbounded = NewSession(
                 sessionID: SessionID(),
@@ -147,9 +156,8 @@ struct SharedLimitsTests {
             )
             #expect(try await store.signIn(facts, startingSession: unbounded, now: Date()).sessionBoundReached == false)
             #expect(try await store.signIn(facts, startingSession: session(), now: Date()).sessionBoundReached)
-            // Expired, purged.
-            let counters = try #require(store.sharedCounters())
-            #expect(try await counters.purge(expiredBefore: Date() + 120) == 2)
+            // The refused sign-ins wrote nothing: three sessions of the token, one of the other, one unbounded.
+            #expect(try await store.sessions(userID: user.id, now: Date(), limit: 100).count == 5)
         } catch {
             await store.shutdown()
             throw error

@@ -34,8 +34,9 @@ public struct NewSession: Sendable, Hashable {
     public var expiresAt: Date
     /// How and from where the session was started, for the console.
     public var metadata: SessionMetadata
-    /// A bound the session counts against across the deployment (the sessions one identity token may open), counted
-    /// by a store with ``SharedCounters`` in the sign-in's own write; `nil`: none.
+    /// A bound the session counts against across the deployment (the sessions one identity token may open), kept by a
+    /// store with ``SharedCounters`` in the sign-in's own write, which then takes the session's id from the bound;
+    /// `nil`: none.
     public var bound: SessionBound?
 
     public init(
@@ -55,26 +56,26 @@ public struct NewSession: Sendable, Hashable {
     }
 }
 
-/// A limit on the sessions started under one key in the whole deployment, such as the sessions one identity token
-/// may open: a store that shares counts between instances (``AccountStore/sharedCounters()`` is not `nil`) counts
-/// each session under ``key`` in the sign-in's own write, atomically with it, and starts none once ``limit`` are
-/// counted (``SignInOutcome/sessionBoundReached``). A store used by one process ignores it: its process counts.
+/// The sessions one identity token may open in the whole deployment, as the ids they take: a store shared by several
+/// processes (``AccountStore/sharedCounters()`` is not `nil`) starts the sign-in's session under the first of
+/// ``sessionIDs`` that no session has taken, atomically with its write (the sessions' primary key decides a race), and
+/// starts none once every one is taken (``SignInOutcome/sessionBoundReached``). The ids are derived from the token, so
+/// every instance derives the same ones; counting costs a sign-in nothing more than its session's own insert. A store
+/// used by one process ignores the bound: its process counts.
 public struct SessionBound: Sendable, Hashable {
-    /// What is counted; never a secret (an identity token is counted by its hash).
-    public var key: String
-    /// The most sessions the key may start.
-    public var limit: Int
-    /// When the count may be forgotten (the token's expiry).
-    public var expiresAt: Date
+    /// The ids the token's sessions take, in order; as many as the sessions it may open (at least one).
+    public var sessionIDs: [SessionID]
 
-    /// - Parameters:
-    ///   - key: What is counted, never a secret.
-    ///   - limit: The most sessions the key may start (at least 1).
-    ///   - expiresAt: When the count may be forgotten.
-    public init(key: String, limit: Int, expiresAt: Date) {
-        self.key = key
-        self.limit = limit
-        self.expiresAt = expiresAt
+    /// The most sessions the token may open.
+    public var limit: Int { sessionIDs.count }
+
+    /// The largest bound a store keeps: a sign-in whose ids are all taken finds it out by looking them up.
+    public static let maximumLimit = 100
+
+    /// - Parameter sessionIDs: The ids the token's sessions take, in order, derived from the token so that every
+    ///   instance derives the same ones, and distinct from any other session's (at least one).
+    public init(sessionIDs: [SessionID]) {
+        self.sessionIDs = sessionIDs
     }
 }
 

@@ -154,11 +154,27 @@ public struct SignInOutcome: Sendable, Hashable {
     /// Whether the session's ``NewSession/bound`` had been reached: the store started no session (and moved no
     /// last sign-in), and the caller refuses the sign-in.
     public var sessionBoundReached: Bool
+    /// The session the sign-in started when the store took its id from ``NewSession/bound`` (which may differ from
+    /// ``NewSession/sessionID``); `nil` when it started the session as given, or none.
+    public var boundSessionID: SessionID?
 
-    public init(user: UserRecord, isNewUser: Bool, completedTransfer: Bool = false, sessionBoundReached: Bool = false) {
+    /// - Parameters:
+    ///   - user: The account after the sign-in.
+    ///   - isNewUser: Whether the sign-in created it.
+    ///   - completedTransfer: Whether it finished a team transfer.
+    ///   - sessionBoundReached: Whether the session's bound had been reached, so that no session started.
+    ///   - boundSessionID: The session started under an id of the bound, when the store chose it.
+    public init(
+        user: UserRecord,
+        isNewUser: Bool,
+        completedTransfer: Bool = false,
+        sessionBoundReached: Bool = false,
+        boundSessionID: SessionID? = nil
+    ) {
         self.user = user
         self.isNewUser = isNewUser
         self.completedTransfer = completedTransfer
         self.sessionBoundReached = sessionBoundReached
+        self.boundSessionID = boundSessionID
     }
 }

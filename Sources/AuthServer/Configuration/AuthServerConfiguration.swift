@@ -67,7 +67,8 @@ public struct AuthServerConfiguration: Sendable {
     /// their own budget, apart from the per-client limit meant for users (`nil`: unlimited).
     public var notificationRateLimit: RateLimit? = RateLimit(requestsPerSecond: 50, burst: 500)
     /// Sessions one identity token may open while it is valid (default 3: a client may retry a sign-in whose answer
-    /// it lost); replaying it more is refused with 401 `identity_token_replayed`. 0: unbounded.
+    /// it lost); replaying it more is refused with 401 `identity_token_replayed`. 0: unbounded; more than
+    /// ``AccountStore/SessionBound/maximumLimit`` (100) is taken as that.
     public var maximumSessionsPerIdentityToken = 3
     /// Web flows one client address may start per state lifetime (the flow states it can make the server keep).
     public var maximumFlowsPerClient = 30

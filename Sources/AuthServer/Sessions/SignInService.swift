@@ -52,7 +52,9 @@ struct SignInService: Sendable {
         self.logger = logger
         self.metrics = metrics
         self.tracer = tracer
-        self.replays = IdentityTokenReplayGuard(limit: configuration.maximumSessionsPerIdentityToken)
+        self.replays = IdentityTokenReplayGuard(
+            limit: min(configuration.maximumSessionsPerIdentityToken, SessionBound.maximumLimit)
+        )
         self.boundsSessionsInStore = boundsSessionsInStore
     }
 
@@ -102,10 +104,11 @@ struct SignInService: Sendable {
             }
             throw error
         }
-        let limit = configuration.maximumSessionsPerIdentityToken
+        let limit = min(configuration.maximumSessionsPerIdentityToken, SessionBound.maximumLimit)
         let bound =
             boundsSessionsInStore && limit > 0
-            ? SessionBound(key: Self.boundKey(identityToken), limit: limit, expiresAt: token.expiresAt) : nil
+            ? SessionBound(sessionIDs: Self.boundSessionIDs(identityToken, expiresAt: token.expiresAt, limit: limit))
+            : nil
         if bound == nil, !replays.admit(identityToken, expiresAt: token.expiresAt, now: clock.now) {
             try await refuseReplay(channel: channel, clientID: token.aud)
         }
@@ -119,6 +122,7 @@ struct SignInService: Sendable {
             )
         )
         session.record.bound = bound
+        if let first = bound?.sessionIDs.first { session.record.sessionID = first }
         let outcome: SignInOutcome
         do {
             outcome = try await store.signIn(
@@ -153,13 +157,14 @@ struct SignInService: Sendable {
                 "this email belongs to an account of another Apple ID; sign in with that Apple ID"
             )
         }
+        let sessionID = outcome.boundSessionID ?? session.record.sessionID
         if outcome.sessionBoundReached {
             try await refuseReplay(channel: channel, clientID: token.aud, userID: outcome.user.id)
         }
         // A disabled account's sign-in started no session (the store's rule): refused.
         RequestLog.current?.identify(
             user: outcome.user.id,
-            session: outcome.user.isDisabled ? nil : session.record.sessionID
+            session: outcome.user.isDisabled ? nil : sessionID
         )
         guard !outcome.user.isDisabled else {
             sessions.signedIn(outcome.user)
@@ -187,7 +192,7 @@ struct SignInService: Sendable {
         return SignedIn(
             user: outcome.user,
             isNewUser: outcome.isNewUser,
-            sessionID: session.record.sessionID,
+            sessionID: sessionID,
             refreshToken: session.refreshToken,
             userJSON: cached.json
         )
@@ -203,9 +208,28 @@ struct SignInService: Sendable {
         )
     }
 
-    /// The key an identity token's sessions are counted under: its SHA-256, never the token.
-    static func boundKey(_ identityToken: String) -> String {
-        "token:" + Hex.encode(SHA256.hash(data: Array(identityToken.utf8)))
+    /// The ids the sessions of one identity token take (``SessionBound``), one per session it may open (at most
+    /// ``SessionBound/maximumLimit``): derived from the token so that every instance derives the same ones, and from
+    /// nothing secret, as a session id is none. Laid out as a time-ordered id is (the token's expiry in the first 48
+    /// bits, so that they append to the session indexes as new ids do), with UUID version 8, 58 bits of the token's
+    /// SHA-256 and the ordinal in the last 16: no time-ordered id (version 7) and, but by a 58-bit coincidence at the
+    /// same millisecond, no other token's can equal them.
+    static func boundSessionIDs(_ identityToken: String, expiresAt: Date, limit: Int) -> [SessionID] {
+        let h = Array(SHA256.hash(data: Array(identityToken.utf8)))
+        let ms = UInt64(max(0, expiresAt.timeIntervalSince1970 * 1_000))
+        func byte(_ value: UInt64, _ shift: UInt64) -> UInt8 { UInt8(truncatingIfNeeded: value >> shift) }
+        return (1...min(max(1, limit), SessionBound.maximumLimit)).map { ordinal in
+            let n = UInt64(ordinal)
+            return SessionID(
+                UUID(
+                    uuid: (
+                        byte(ms, 40), byte(ms, 32), byte(ms, 24), byte(ms, 16), byte(ms, 8), byte(ms, 0),
+                        0x80 | (h[0] & 0x0F), h[1], 0x80 | (h[2] & 0x3F), h[3], h[4], h[5], h[6], h[7],
+                        byte(n, 8), byte(n, 0)
+                    )
+                )
+            )
+        }
     }
 
     /// An access token of the session `signedIn` started.

@@ -346,7 +346,7 @@ struct SettingsCatalog: Sendable {
             "maxSessionsPerIdentityToken",
             "SIWA_MAX_SESSIONS_PER_IDENTITY_TOKEN",
             default: SettingsCatalog.library.maximumSessionsPerIdentityToken,
-            range: 0...1_000_000,
+            range: 0...SessionBound.maximumLimit,
             meaning: "Sessions one identity token may open while valid (0: unbounded)."
         )
         let userCacheSize = Setting.wholeNumber(
