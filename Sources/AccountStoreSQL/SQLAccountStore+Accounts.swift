@@ -184,9 +184,10 @@ extension SQLAccountStore {
                 if let boundIDs = sessionRow.boundIDs {
                     // The first id no session has taken, the taken ones looked up at once (a refused replay costs
                     // one query). An insert racing for the same id on another instance is waited for, and the loser
-                    // looks again, finding one more taken: at most as many sessions as ids start.
+                    // looks again, finding one more taken (each statement reads what committed before it): at most
+                    // as many sessions as ids start, and at most as many attempts.
                     var free: String?
-                    while free == nil {
+                    for _ in boundIDs where free == nil {
                         let taken = try await database.raw(
                             "SELECT id FROM sessions WHERE id IN (\(binds: boundIDs))"
                         ).all().map { try $0.decode(column: "id", as: String.self) }

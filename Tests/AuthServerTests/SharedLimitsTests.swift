@@ -1,13 +1,14 @@
 import AccountStore
 import AccountStoreSQL
 import AppleSignIn
-@testable import AuthServer
 import Foundation
 import HTTPTypes
 import Logging
 import SiwaTesting
 import Synchronization
 import Testing
+
+@testable import AuthServer
 
 /// Three instances of the server on one PostgreSQL database, as behind a round-robin proxy: one client's limits and
 /// budgets hold for the deployment, not three times over, and the sessions one identity token opens are bounded
