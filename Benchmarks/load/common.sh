@@ -6,7 +6,7 @@
 # copied aside while other builds go on, or else a fresh release build); WORK, a temporary folder removed at exit
 # (kept when KEEP_WORK is set); PIDS, processes stopped at exit (with KILL_SIGNAL, TERM by default); FAILED and
 # check (PASS/FAIL lines); wait_for; need (installs a missing tool from apt); start_emulator; server_environment;
-# wrk_measure.
+# wrk_measure; ticks and group_ticks (CPU ticks of processes).
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 ROOT=$(pwd)
 
@@ -84,4 +84,15 @@ wrk_measure() { # PID URL [SCRIPT] [TICKS]
       if (extra != "") printf " %.1f", requests ? other * 1e6 / hz / requests : 0
       printf "\n"
     }'
+}
+
+ticks() { # PID...: utime + stime of each, added up (a process that exits meanwhile counts nothing)
+  for pid in "$@"; do awk '{print $14 + $15}' "/proc/$pid/stat" 2>/dev/null || true; done |
+    awk '{ s += $1 } END { print s + 0 }'
+}
+# PID with its children: theirs while they run, and once they exit, the parent's cutime + cstime, which holds the time
+# of the children it has waited for (PostgreSQL's backends and autovacuum workers, nginx's workers).
+group_ticks() {
+  [ -n "$1" ] || { echo 0; return; }
+  { awk '{print $16 + $17}' "/proc/$1/stat"; ticks "$1" $(pgrep -P "$1" || true); } | awk '{ s += $1 } END { print s + 0 }'
 }

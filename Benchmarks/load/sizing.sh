@@ -203,16 +203,6 @@ done
 PG_PORT=$(sed -E 's|.*@[^:/]+:([0-9]+)/.*|\1|' <<<"$SIWA_TEST_POSTGRES_URL")
 POSTMASTER=$(pgrep -o -f -- "-p $PG_PORT( |\$)" || true)
 [ -n "$POSTMASTER" ] || echo "PostgreSQL's CPU is not read: no process on this machine listens on port $PG_PORT" >&2
-ticks() { # PID...: utime + stime of each, added up (a process that exits meanwhile counts nothing)
-  for pid in "$@"; do awk '{print $14 + $15}' "/proc/$pid/stat" 2>/dev/null || true; done |
-    awk '{ s += $1 } END { print s + 0 }'
-}
-# PID with its children: theirs while they run, and once they exit, the parent's cutime + cstime, which holds the time
-# of the children it has waited for (PostgreSQL's backends and autovacuum workers, nginx's workers).
-group_ticks() {
-  [ -n "$1" ] || { echo 0; return; }
-  { awk '{print $16 + $17}' "/proc/$1/stat"; ticks "$1" $(pgrep -P "$1" || true); } | awk '{ s += $1 } END { print s + 0 }'
-}
 
 # wrk against URL with SCRIPT; prints "operations rate p99-ms non-2xx".
 wrk_run() { # URL SCRIPT
