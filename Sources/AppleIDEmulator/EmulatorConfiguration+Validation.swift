@@ -3,8 +3,9 @@ import Foundation
 
 extension EmulatorConfiguration {
     /// Refuses what the emulator cannot run with and what Apple's developer account refuses to register: an empty id,
-    /// a key that is not a P-256 public key, a client id registered twice, and a redirect URI that is not https on a
-    /// domain name (http, `localhost` and IP addresses are allowed only with ``allowLocalRedirectURIs``).
+    /// a key that is not a P-256 public key, a client id registered twice, and a redirect URI or notification URL that
+    /// is not https on a domain name (http, `localhost` and IP addresses are allowed only with
+    /// ``allowLocalRedirectURIs``).
     /// - Throws: ``EmulatorConfigurationError`` naming the first such field and what to write there.
     public func validate() throws(EmulatorConfigurationError) {
         var owners: [String: String] = [:]
@@ -25,7 +26,18 @@ extension EmulatorConfiguration {
                 }
                 owners[client.clientID] = teamField
                 for (index, uri) in client.redirectURIs.enumerated() {
-                    try checkRedirectURI(uri, field: "\(clientField).redirectURIs[\(index)]")
+                    try checkRegisteredURL(
+                        uri,
+                        field: "\(clientField).redirectURIs[\(index)]",
+                        path: "auth/apple/callback"
+                    )
+                }
+                if let url = client.notificationURL {
+                    try checkRegisteredURL(
+                        url,
+                        field: "\(clientField).notificationURL",
+                        path: "auth/apple/notifications"
+                    )
                 }
             }
         }
@@ -54,8 +66,8 @@ extension EmulatorConfiguration {
         )
     }
 
-    /// Apple registers only https redirect URIs on a domain name.
-    private func checkRedirectURI(_ uri: String, field: String) throws(EmulatorConfigurationError) {
+    /// Apple registers only https redirect URIs and notification endpoints on a domain name.
+    private func checkRegisteredURL(_ uri: String, field: String, path: String) throws(EmulatorConfigurationError) {
         let components = URLComponents(string: uri)
         let scheme = components?.scheme?.lowercased()
         let host = (components?.host ?? "").lowercased()
@@ -63,18 +75,18 @@ extension EmulatorConfiguration {
             throw EmulatorConfigurationError(
                 field: field,
                 problem: "is \(uri), not an absolute URL",
-                remedy: #"an https URL on your domain, such as "https://example.com/auth/apple/callback""#
+                remedy: "an https URL on your domain, such as \"https://example.com/\(path)\""
             )
         }
         let local = scheme == "http" || Self.isLocalHost(host)
         guard local, !allowLocalRedirectURIs else { return }
         throw EmulatorConfigurationError(
             field: field,
-            problem: "is \(uri), which Apple refuses (a redirect URI is https on a domain name: not http, localhost or "
+            problem: "is \(uri), which Apple refuses (it registers https on a domain name: not http, localhost or "
                 + "an IP address)",
             remedy:
-                #"an https URL on your domain, such as "https://example.com/auth/apple/callback"; or, for a server on "#
-                + #"this machine, set "allowLocalRedirectURIs": true (siwa emulator --allow-local-redirect-uris)"#
+                "an https URL on your domain, such as \"https://example.com/\(path)\"; or, for a server on this "
+                + #"machine, set "allowLocalRedirectURIs": true (siwa emulator --allow-local-redirect-uris)"#
         )
     }
 

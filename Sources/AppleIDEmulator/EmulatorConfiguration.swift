@@ -5,7 +5,8 @@ public import Foundation
 /// with ``init(json:)``, whose errors name the field and what to write.
 ///
 /// The emulator refuses what Apple's developer account refuses to register (``validate()``): a redirect URI that is
-/// not https on a domain name, unless ``allowLocalRedirectURIs`` is set for local development.
+/// not https on a domain name, or such a notification URL, unless ``allowLocalRedirectURIs`` is set for local
+/// development.
 public struct EmulatorConfiguration: Codable, Sendable {
     /// A developer team.
     public struct Team: Codable, Sendable {
@@ -62,8 +63,9 @@ public struct EmulatorConfiguration: Codable, Sendable {
     ///
     /// - Warning: a name whose DNS someone else controls lets their pages read and drive the emulator (DNS rebinding).
     public var hostNames: [String]
-    /// Whether redirect URIs that Apple refuses to register (http, `localhost`, an IP address) are allowed: for a
-    /// server on a developer's machine. Off, the emulator refuses such a configuration as Apple would.
+    /// Whether redirect URIs and notification URLs that Apple refuses to register (http, `localhost`, an IP address)
+    /// are allowed: for a server on a developer's machine. Off, the emulator refuses such a configuration as Apple
+    /// would.
     public var allowLocalRedirectURIs: Bool
 
     /// - Parameters:
@@ -72,8 +74,8 @@ public struct EmulatorConfiguration: Codable, Sendable {
     ///   - keyGracePeriod: how long a rotated-out signing key stays in the key set.
     ///   - faultHangDuration: how long an injected `timeout` fault holds a request.
     ///   - hostNames: the names besides loopback that the console and the control API answer to.
-    ///   - allowLocalRedirectURIs: whether http, `localhost` and IP-address redirect URIs are allowed (local
-    ///     development only: Apple refuses them).
+    ///   - allowLocalRedirectURIs: whether http, `localhost` and IP-address redirect URIs and notification URLs are
+    ///     allowed (local development only: Apple refuses them).
     public init(
         teams: [Team],
         issuer: String = "https://appleid.apple.com",

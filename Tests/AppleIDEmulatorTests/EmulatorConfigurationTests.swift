@@ -48,6 +48,27 @@ struct EmulatorConfigurationTests {
         _ = try await AppleIDEmulator(configuration: configuration, delivery: nil)
     }
 
+    /// Apple registers a server-to-server notification endpoint only as https on a domain name, as a redirect URI.
+    @Test(arguments: ["http://example.com/auth/apple/notifications", "https://localhost/auth/apple/notifications"])
+    func aNotificationURLAppleRefusesIsRefusedUnlessAllowed(url: String) async throws {
+        var configuration = try JSONDecoder().decode(
+            EmulatorConfiguration.self,
+            from: try json(clients: [
+                ["clientID": "com.example.app", "notificationURL": "https://example.com/auth/apple/notifications"],
+                ["clientID": "com.example.other", "notificationURL": url],
+            ])
+        )
+        let error = await #expect(throws: EmulatorConfigurationError.self) {
+            _ = try await AppleIDEmulator(configuration: configuration, delivery: nil)
+        }
+        #expect(error?.field == "teams[0].clients[1].notificationURL")
+        #expect(error?.description.contains(url) == true)
+        #expect(error?.remedy.contains("https://example.com/auth/apple/notifications") == true)
+
+        configuration.allowLocalRedirectURIs = true
+        _ = try await AppleIDEmulator(configuration: configuration, delivery: nil)
+    }
+
     @Test func allowLocalRedirectURIsIsReadFromTheFile() throws {
         let data = try json(
             clients: [["clientID": "com.example.web", "redirectURIs": ["http://localhost:8080/cb"]]],

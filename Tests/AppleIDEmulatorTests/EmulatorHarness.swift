@@ -83,7 +83,8 @@ struct EmulatorHarness: Sendable {
                 ],
                 keyGracePeriod: 600,
                 faultHangDuration: 1.5,
-                hostNames: hostNames
+                hostNames: hostNames,
+                allowLocalRedirectURIs: true
             )
             let emulator = try await AppleIDEmulator(
                 configuration: configuration,
@@ -244,7 +245,8 @@ struct EmulatorHarness: Sendable {
         givenName: String? = nil,
         hideEmail: Bool = false,
         nonce: String? = nil,
-        expiresIn: Int? = nil
+        expiresIn: Int? = nil,
+        scopes: [String]? = nil
     ) async throws -> [String: Any] {
         var request: [String: Any] = ["clientId": clientID.rawValue, "email": email, "hideEmail": hideEmail]
         if let givenName {
@@ -253,6 +255,7 @@ struct EmulatorHarness: Sendable {
         }
         if let nonce { request["nonce"] = nonce }
         if let expiresIn { request["expiresIn"] = expiresIn }
+        if let scopes { request["scopes"] = scopes }
         let answer = try await control("native-sign-in", request)
         try #require(answer.status == 200, "native-sign-in answered \(answer.status)")
         return answer.json

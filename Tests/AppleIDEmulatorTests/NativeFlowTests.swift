@@ -95,6 +95,35 @@ struct NativeFlowTests {
         }
     }
 
+    /// An app that does not request the email scope: as at Apple, neither the credential nor any of the team's later
+    /// identity tokens carry an email, even when a later request asks for it (the first authorization decides).
+    @Test func withoutTheEmailScopeNoTokenCarriesAnEmail() async throws {
+        try await EmulatorHarness.run { emulator in
+            let first = try await emulator.nativeSignIn("quiet@example.com", givenName: "Quinn", scopes: ["name"])
+            #expect(first["email"] is NSNull)
+            #expect((first["fullName"] as? [String: Any])?["givenName"] as? String == "Quinn")
+            let verifier = try emulator.verifier()
+            let token = try await verifier.verify(try #require(first["identityToken"] as? String))
+            #expect(token.email == nil)
+            #expect(token.emailVerified == nil)
+            #expect(token.isPrivateEmail == nil)
+            // Absent, as Apple leaves them out, not null.
+            let parts = try #require(first["identityToken"] as? String).split(separator: ".")
+            var base64 = String(parts[1]).replacing("-", with: "+").replacing("_", with: "/")
+            while base64.count % 4 != 0 { base64 += "=" }
+            let payload = try #require(Data(base64Encoded: base64))
+            let claims = try #require(try JSONSerialization.jsonObject(with: payload) as? [String: Any])
+            #expect(claims["email"] == nil && claims["email_verified"] == nil && claims["is_private_email"] == nil)
+
+            let later = try await emulator.nativeSignIn("quiet@example.com", scopes: ["name", "email"])
+            #expect(try await verifier.verify(try #require(later["identityToken"] as? String)).email == nil)
+            // Neither scope: no name either.
+            let nameless = try await emulator.nativeSignIn("nameless@example.com", givenName: "Nina", scopes: [])
+            #expect(nameless["fullName"] is NSNull)
+            #expect(nameless["email"] is NSNull)
+        }
+    }
+
     @Test func hiddenEmailIsAStableRelayAddressPerTeam() async throws {
         try await EmulatorHarness.run { emulator in
             let first = try await emulator.nativeSignIn("private@example.com", hideEmail: true)

@@ -123,6 +123,23 @@ struct WebFlowTests {
         }
     }
 
+    /// The web flow's `scope=name`: the first authorization's `user` has the name and no email, and the token no email.
+    @Test func theNameScopeAloneGivesNoEmail() async throws {
+        try await EmulatorHarness.run { emulator in
+            let answer = try await consent(emulator, email: "named@example.com", query: authorizeQuery(scope: "name"))
+            #expect(answer.status == 200)
+            let callback = try AuthorizationCallback(formBody: formBody(try formFields(answer.body)))
+            guard case .authorized(_, let idToken, _, let user) = callback else {
+                Issue.record("expected an authorization, got \(callback)")
+                return
+            }
+            #expect(user?.firstName == "Web")
+            #expect(user?.email == nil)
+            let token = try await emulator.verifier().verify(idToken, expectedNonce: "nonce-1")
+            #expect(token.email == nil)
+        }
+    }
+
     @Test func cancelPostsUserCancelledAuthorize() async throws {
         try await EmulatorHarness.run { emulator in
             let answer = try await consent(emulator, email: "cancel@example.com", action: "cancel")

@@ -80,20 +80,23 @@ struct LifecycleHarness: Sendable {
         let notificationURL = notifications ? "http://siwa.invalid/auth/apple/notifications" : nil
         let delivery = ForwardingDelivery()
         let emulator = try await AppleIDEmulator(
-            configuration: EmulatorConfiguration(teams: [
-                .init(
-                    teamID: ServerHarness.teamID,
-                    keyID: ServerHarness.keyID,
-                    publicKeyPEM: teamKey.publicKey.pemRepresentation,
-                    clients: [.init(clientID: bundleID, notificationURL: notificationURL)]
-                ),
-                .init(
-                    teamID: "TEAMOTHER1",
-                    keyID: "KEYOTHER01",
-                    publicKeyPEM: P256.Signing.PrivateKey().publicKey.pemRepresentation,
-                    clients: [.init(clientID: otherTeamBundleID, notificationURL: notificationURL)]
-                ),
-            ]),
+            configuration: EmulatorConfiguration(
+                teams: [
+                    .init(
+                        teamID: ServerHarness.teamID,
+                        keyID: ServerHarness.keyID,
+                        publicKeyPEM: teamKey.publicKey.pemRepresentation,
+                        clients: [.init(clientID: bundleID, notificationURL: notificationURL)]
+                    ),
+                    .init(
+                        teamID: "TEAMOTHER1",
+                        keyID: "KEYOTHER01",
+                        publicKeyPEM: P256.Signing.PrivateKey().publicKey.pemRepresentation,
+                        clients: [.init(clientID: otherTeamBundleID, notificationURL: notificationURL)]
+                    ),
+                ],
+                allowLocalRedirectURIs: true
+            ),
             delivery: delivery,
             now: { clock.now }
         )

@@ -39,6 +39,27 @@ struct NativeSignInTests {
         }
     }
 
+    /// An app that asks Apple for the name only: its tokens carry no email, ever. The account is keyed by Apple's
+    /// `sub`, has no email, and keeps signing in as the same account.
+    @Test func anAppleIDThatSharesNoEmailSignsInAndKeepsItsAccount() async throws {
+        try await ServerHarness.run { harness in
+            let first = try await harness.signIn("private@example.com", givenName: "Pat", scopes: ["name"])
+            #expect(first.status == .ok)
+            #expect(first.json["isNewUser"] as? Bool == true)
+            #expect(first.json.user["email"] == nil || first.json.user["email"] is NSNull)
+            #expect(first.json.user.string("givenName") == "Pat")
+
+            let again = try await harness.signIn("private@example.com", scopes: ["name"])
+            #expect(again.status == .ok)
+            #expect(again.json["isNewUser"] as? Bool == false)
+            #expect(again.json.user.string("id") == first.json.user.string("id"))
+            let me = try await harness.call(.get, "/api/me", bearer: again.json.string("accessToken"))
+            #expect(me.status == .ok)
+            #expect(me.json["email"] == nil || me.json["email"] is NSNull)
+            #expect(me.json.string("givenName") == "Pat")
+        }
+    }
+
     @Test func hiddenEmailIsMarkedPrivate() async throws {
         try await ServerHarness.run { harness in
             let answer = try await harness.signIn("hidden@example.com", hideEmail: true)

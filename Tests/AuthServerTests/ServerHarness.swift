@@ -229,7 +229,8 @@ struct ServerHarness: Sendable {
         givenName: String? = nil,
         hideEmail: Bool = false,
         nonce: String? = nil,
-        expiresIn: Int? = nil
+        expiresIn: Int? = nil,
+        scopes: [String]? = nil
     ) async throws -> [String: Any] {
         var request: [String: Any] = ["clientId": clientID, "email": email, "hideEmail": hideEmail]
         if let givenName {
@@ -238,6 +239,7 @@ struct ServerHarness: Sendable {
         }
         if let nonce { request["nonce"] = nonce }
         if let expiresIn { request["expiresIn"] = expiresIn }
+        if let scopes { request["scopes"] = scopes }
         return try await emulator("/emulator/native-sign-in", request)
     }
 
@@ -307,9 +309,10 @@ struct ServerHarness: Sendable {
         _ email: String,
         givenName: String? = nil,
         sendName: Bool = true,
-        hideEmail: Bool = false
+        hideEmail: Bool = false,
+        scopes: [String]? = nil
     ) async throws -> (status: HTTPResponse.Status, json: [String: Any]) {
-        let credential = try await appleCredential(email, givenName: givenName, hideEmail: hideEmail)
+        let credential = try await appleCredential(email, givenName: givenName, hideEmail: hideEmail, scopes: scopes)
         var request: [String: Any] = [
             "identityToken": credential["identityToken"] as? String ?? "",
             "authorizationCode": credential["authorizationCode"] as? String ?? "",

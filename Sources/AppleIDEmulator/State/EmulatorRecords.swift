@@ -61,6 +61,9 @@ struct TeamLink: Codable {
     var consentRevokedAt: Date?
     var hideEmail = false
     var emailForwarding = true
+    /// Whether the first authorization left out the email scope, so that this team's tokens carry no email (optional:
+    /// state files written before it lack it).
+    var emailWithheld: Bool?
 }
 
 struct CodeRecord: Codable {

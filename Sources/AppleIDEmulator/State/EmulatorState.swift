@@ -182,20 +182,25 @@ actor EmulatorState {
         records.appleIDs[appleID]?.teams[teamID] = current
     }
 
-    /// Records an authorization: returns whether it was the first for this Apple ID and team.
-    private func authorize(_ appleID: String, team teamID: String, hideEmail: Bool) -> Bool {
+    /// Records an authorization: returns whether it was the first for this Apple ID and team. As at Apple, the first
+    /// one decides whether the team sees the email (the email scope, then hidden or not) until consent is revoked.
+    private func authorize(_ appleID: String, team teamID: String, hideEmail: Bool, sharesEmail: Bool = true) -> Bool {
         let first = !link(appleID, team: teamID).consented
         updateLink(appleID, team: teamID) { link in
-            if first { link.hideEmail = hideEmail }
+            if first {
+                link.hideEmail = hideEmail
+                link.emailWithheld = sharesEmail ? nil : true
+            }
             link.consented = true
             link.consentRevokedAt = nil
         }
         return first
     }
 
-    /// The email this team sees: the relay address when hidden.
-    private func visibleEmail(_ appleID: String, team teamID: String) -> (email: String, isPrivate: Bool) {
+    /// The email this team sees: the relay address when hidden; none when the email scope was not granted.
+    private func visibleEmail(_ appleID: String, team teamID: String) -> (email: String, isPrivate: Bool)? {
         let link = link(appleID, team: teamID)
+        guard link.emailWithheld != true else { return nil }
         return link.hideEmail ? (link.relayEmail, true) : (records.appleIDs[appleID]?.email ?? appleID, false)
     }
 
@@ -211,7 +216,7 @@ actor EmulatorState {
         lifetime: Int = 600
     ) throws -> String {
         let link = link(appleID, team: teamID)
-        let (email, isPrivate) = visibleEmail(appleID, team: teamID)
+        let visible = visibleEmail(appleID, team: teamID)
         let nowSeconds = Int(now().timeIntervalSince1970)
         // A negative lifetime gives an already expired token, issued the usual 600 s before it expired.
         let expiry = nowSeconds + lifetime
@@ -229,9 +234,9 @@ actor EmulatorState {
             // As Apple does next to a code: base64url of the left half of the code's SHA-256 (OpenID Connect Core
             // 3.3.2.11). It also makes two sign-ins in one second two different tokens, as on a device.
             cHash: code.map { CompactJWS.base64URL(Data(SHA256.hash(data: Array($0.utf8)).prefix(16))) },
-            email: email,
-            emailVerified: true,
-            isPrivateEmail: isPrivate,
+            email: visible?.email,
+            emailVerified: visible.map { _ in true },
+            isPrivateEmail: visible?.isPrivate,
             authTime: nowSeconds,
             nonceSupported: true,
             realUserStatus: native ? 2 : nil,
@@ -491,7 +496,13 @@ actor EmulatorState {
         let email = (parameters.email ?? "").trimmingCharacters(in: .whitespaces)
         guard email.contains("@") else { throw AppleOAuthError.invalidRequest("an Apple ID email is required") }
         let appleID = appleID(email: email, givenName: parameters.given_name, familyName: parameters.family_name)
-        let first = authorize(appleID, team: team.teamID, hideEmail: parameters.hide_email == "true")
+        let scopes = Set((parameters.scope ?? "").split(separator: " ").map(String.init))
+        let first = authorize(
+            appleID,
+            team: team.teamID,
+            hideEmail: parameters.hide_email == "true",
+            sharesEmail: scopes.contains("email")
+        )
         let code = issueCode(
             appleID: appleID,
             teamID: team.teamID,
@@ -516,11 +527,11 @@ actor EmulatorState {
             )
         }
         if let state = parameters.state { fields.append(("state", state)) }
-        if first, !(parameters.scope ?? "").isEmpty {
+        if first, !scopes.isEmpty {
             let record = records.appleIDs[appleID]
             let user = FirstAuthorizationUser(
-                name: .init(firstName: record?.givenName, lastName: record?.familyName),
-                email: visibleEmail(appleID, team: team.teamID).email
+                name: scopes.contains("name") ? .init(firstName: record?.givenName, lastName: record?.familyName) : nil,
+                email: visibleEmail(appleID, team: team.teamID)?.email
             )
             fields.append(("user", String(decoding: try JSONEncoder().encode(user), as: UTF8.self)))
         }
@@ -544,8 +555,17 @@ actor EmulatorState {
         }
         guard request.email.contains("@") else { throw AppleOAuthError.invalidRequest("email must be an address") }
         let appleID = appleID(email: request.email, givenName: request.givenName, familyName: request.familyName)
+        // An app that does not ask for a scope gets neither it now nor later (the first authorization decides).
+        let scopes = Set(request.scopes ?? ["name", "email"])
         let first =
-            registered == nil ? true : authorize(appleID, team: team.teamID, hideEmail: request.hideEmail ?? false)
+            registered == nil
+            ? true
+            : authorize(
+                appleID,
+                team: team.teamID,
+                hideEmail: request.hideEmail ?? false,
+                sharesEmail: scopes.contains("email")
+            )
         let code = issueCode(
             appleID: appleID,
             teamID: team.teamID,
@@ -568,8 +588,9 @@ actor EmulatorState {
             identityToken: token,
             authorizationCode: code,
             user: link(appleID, team: team.teamID).sub,
-            email: first ? visibleEmail(appleID, team: team.teamID).email : nil,
-            fullName: first ? .init(givenName: record?.givenName, familyName: record?.familyName) : nil,
+            email: first ? visibleEmail(appleID, team: team.teamID)?.email : nil,
+            fullName: first && scopes.contains("name")
+                ? .init(givenName: record?.givenName, familyName: record?.familyName) : nil,
             realUserStatus: 2
         )
         return (credential, registered != nil)
@@ -717,7 +738,7 @@ actor EmulatorState {
             let link = link(transfer.appleID, team: team.teamID)
             let (email, isPrivate) =
                 link.hideEmail || !link.consented
-                ? (link.relayEmail, true) : visibleEmail(transfer.appleID, team: team.teamID)
+                ? (link.relayEmail, true) : visibleEmail(transfer.appleID, team: team.teamID) ?? (link.relayEmail, true)
             save()
             return ["sub": link.sub, "email": email, "is_private_email": isPrivate ? "true" : "false"]
         }
@@ -786,6 +807,8 @@ struct FirstAuthorizationUser: Encodable {
         var firstName: String?
         var lastName: String?
     }
-    var name: Name
-    var email: String
+    /// Only with the name scope.
+    var name: Name?
+    /// Only with the email scope.
+    var email: String?
 }

@@ -9,6 +9,9 @@ struct NativeSignInRequest: Decodable {
     var nonce: String?
     /// Seconds the identity token lives; negative for an already expired token.
     var expiresIn: Int?
+    /// The scopes the app requests (`name`, `email`); both when absent. The first authorization's decide what the
+    /// team sees: without `email`, its tokens carry no email.
+    var scopes: [String]?
 }
 
 /// What `ASAuthorizationAppleIDCredential` holds after a native sign-in.
