@@ -104,6 +104,42 @@ struct WebBrowserTests {
         }
     }
 
+    /// Apple's `form_post` as production sees it: a POST from another site. Chromium takes the server on `localhost`
+    /// and the emulator on `127.0.0.1` for two sites (a site ignores the port, not the host), so the callback carries
+    /// no `SameSite=Lax` cookie; only the flow cookie (`SameSite=None; Secure`, which browsers keep on loopback) binds
+    /// it to this browser, and the sign-in completes. (The test above runs both on `127.0.0.1`: one site.)
+    @Test func aCrossSiteFormPostSignsIn() async throws {
+        try await ServerHarness.run(
+            configuration: WebSignInTests.configuration(),
+            web: true,
+            publicOrigin: { "http://localhost:\($0)" }
+        ) { harness in
+            #expect(URL(string: harness.serverURL)?.host == "localhost")
+            #expect(URL(string: harness.emulatorURL)?.host == "127.0.0.1")
+            let login = harness.serverURL + "/login"
+            let browser = try await browser(log: "chromedriver-cross-site.log")
+            do {
+                try await browser.navigate(to: login)
+                try await browser.click("a.apple-button")
+                try await browser.wait(for: "the consent page") { url, _ in url.hasPrefix(harness.emulatorURL) }
+                try await browser.type("cross-site@example.com", into: "#email")
+                try await browser.type("Cross", into: "#given_name")
+                try await browser.click(#"button[value="continue"]"#)
+                try await browser.wait(for: "the signed-in page") { url, source in
+                    url == login && source.contains("Sign out")
+                }
+                try await screenshot(browser, "6-cross-site-signed-in.png")
+                #expect(try await browser.pageSource().contains("Hello, Cross Appleseed"))
+                #expect(try await browser.cookies()["siwa_session"] != nil)
+                await browser.quit()
+            } catch {
+                await browser.quit()
+                throw error
+            }
+            #expect(try await harness.store.users(limit: 10, after: nil).count == 1)
+        }
+    }
+
     /// Login CSRF in real browsers: the attacker consents in their own browser and keeps Apple's `form_post` form; a
     /// victim's browser (another profile, which never started the flow) submits it to the callback. The server refuses
     /// it and the victim is not signed in as anyone.

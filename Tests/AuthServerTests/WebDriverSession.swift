@@ -51,8 +51,8 @@ final class WebDriverSession: Sendable {
                     "--window-size=1024,900", "--no-first-run", "--no-default-browser-check",
                     "--disable-background-networking", "--disable-component-update", "--disable-sync",
                     "--disable-extensions", "--no-proxy-server",
-                    // Only loopback: any other host name fails to resolve.
-                    "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1",
+                    // Only loopback: any other host name fails to resolve (`localhost` is a second loopback site).
+                    "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1 , EXCLUDE localhost",
                 ]
             ]
             if let binary = ProcessInfo.processInfo.environment["SIWA_TEST_CHROMIUM"] { options["binary"] = binary }
