@@ -243,7 +243,7 @@ func assembleApplication(
         store: store,
         sessions: sessions,
         clock: clock,
-        consentTokens: FormToken(dataKey: sealer.keys.primary.key, purpose: .clientConsent)
+        consentTokens: FormToken(sealer: sealer, purpose: .clientConsent)
     )
     .addRoutes(to: routes)
 
@@ -267,7 +267,7 @@ func assembleApplication(
         access: adminAccess,
         store: store,
         actions: adminActions,
-        formTokens: FormToken(dataKey: sealer.keys.primary.key, purpose: .adminForms),
+        formTokens: FormToken(sealer: sealer, purpose: .adminForms),
         keys: AdminConsoleController.Keys(
             appleHealth: appleHealth,
             appleCredentialsConfigured: appleClient != nil,

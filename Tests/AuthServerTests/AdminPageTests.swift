@@ -27,6 +27,52 @@ import Testing
         #expect(response.headers[.cacheControl] == "no-store")
     }
 
+    /// Two instances on one key file, one started before a data-key rotation and one after: each accepts the other's
+    /// forms once it holds both keys, one that has not re-read the file refuses only forms made under the new key, and
+    /// retiring the old key ends the forms made under it.
+    @Test func formTokensOutliveADataKeyRotationAcrossInstances() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("form-tokens-\(UUID())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let file = directory.appendingPathComponent("siwa-data.key").path
+        func write(_ keys: [SymmetricKey]) throws {
+            let lines = keys.map { key in key.withUnsafeBytes { Data($0).base64EncodedString() } }
+            try (lines.joined(separator: "\n") + "\n").write(toFile: file, atomically: true, encoding: .utf8)
+            try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: file)
+        }
+        func sealer() throws -> DataSealer {
+            DataSealer(
+                keys: try DataKeyRing.parse(file: String(contentsOfFile: file, encoding: .utf8)),
+                source: .file(file)
+            )
+        }
+        let old = SymmetricKey(size: .bits256)
+        let new = SymmetricKey(size: .bits256)
+        let session = SessionID()
+
+        try write([old])
+        let sealerA = try sealer()
+        let instanceA = FormToken(sealer: sealerA, purpose: .adminForms)
+        let before = instanceA.token(for: session)
+
+        try write([new, old])  // `siwa keys rotate-data-key`: the new key seals, the old one stays
+        let sealerB = try sealer()
+        let instanceB = FormToken(sealer: sealerB, purpose: .adminForms)
+        #expect(instanceB.accepts(before, for: session), "a page loaded from A before the rotation, posted to B")
+        let after = instanceB.token(for: session)
+        #expect(after != before, "B makes its tokens under the key that seals now")
+        #expect(!instanceA.accepts(after, for: session), "A has not read the new key yet")
+        #expect(try sealerA.reload(force: true))
+        #expect(instanceA.accepts(after, for: session))
+        #expect(instanceA.accepts(before, for: session))
+        #expect(instanceA.token(for: session) == after, "both instances now make the same tokens")
+
+        try write([new])  // `siwa keys retire-data-key`
+        #expect(try sealerB.reload(force: true))
+        #expect(!instanceB.accepts(before, for: session), "a form made under a retired key")
+        #expect(instanceB.accepts(after, for: session))
+    }
+
     @Test func aFormTokenIsWorthSomethingOnlyInItsOwnSession() {
         let key = SymmetricKey(size: .bits256)
         let tokens = FormToken(dataKey: key, purpose: .adminForms)
