@@ -109,11 +109,9 @@ struct WebBrowserTests {
     /// no `SameSite=Lax` cookie; only the flow cookie (`SameSite=None; Secure`, which browsers keep on loopback) binds
     /// it to this browser, and the sign-in completes. (The test above runs both on `127.0.0.1`: one site.)
     @Test func aCrossSiteFormPostSignsIn() async throws {
-        try await ServerHarness.run(
-            configuration: WebSignInTests.configuration(),
-            web: true,
-            publicOrigin: { "http://localhost:\($0)" }
-        ) { harness in
+        let configuration = WebSignInTests.configuration()
+        let onLocalhost: @Sendable (Int) -> String = { "http://localhost:\($0)" }
+        try await ServerHarness.run(configuration: configuration, web: true, publicOrigin: onLocalhost) { harness in
             #expect(URL(string: harness.serverURL)?.host == "localhost")
             #expect(URL(string: harness.emulatorURL)?.host == "127.0.0.1")
             let login = harness.serverURL + "/login"
