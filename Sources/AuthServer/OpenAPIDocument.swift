@@ -3412,7 +3412,7 @@ enum OpenAPIDocument {
         ],
         "x-siwa-condition": "`oidc.clients` configured (SIWA_OIDC_CLIENTS); sign-in through the web flow needs SIWA_SERVICES_ID",
         "summary": "The consent page's decision (public clients)",
-        "description": "The consent page's form: the authorization request's parameters, `consent_token` (bound to the browser's session and the client) and `decision` (`allow` or `deny`), with the siwa session cookie, from this site's origin. The request is checked again as a new one. `allow` is remembered per user and client and answered like the authorization request (303 with `code`); `deny` is a 303 with `error=access_denied`. Without a session: 303 to the web sign-in, which comes back to the consent page. A form from another site, another session or for another client is a 403 page.",
+        "description": "The consent page's form: the authorization request's parameters, `consent_token` (bound to the browser's session and the client) and `decision` (`allow` or `deny`), with the siwa session cookie, from this site's origin. The request is checked again as a new one. `allow` is remembered per user and client and answered like the authorization request (303 with `code`); `deny` is a 303 with `error=access_denied`. An expired access cookie is renewed from the refresh cookie (its new cookies set on the answer); without a session at all: 303 to the web sign-in, which comes back to the consent page. A form from another site, another session or for another client is a 403 page.",
         "requestBody": {
           "required": true,
           "content": {

@@ -212,6 +212,34 @@ struct OpenIDConsentTests {
         }
     }
 
+    /// A consent page left open past its access token's 15 minutes: the browser has dropped the expired access cookie
+    /// and still holds its refresh cookie, which renews the session as the `GET` does, so Allow answers with a code
+    /// instead of sending the user through Apple again. From another site, the refresh cookie renews nothing.
+    @Test func aConsentPageLeftOpenPastItsAccessTokenIsAllowedWithTheRefreshCookie() async throws {
+        try await run { harness in
+            let (page, browser) = try await consentPage(harness)
+            let refreshName = RelyingParty.configuration().web.refreshCookieName
+            let refreshOnly = BrowserSession(cookies: browser.cookies.filter { $0.key == refreshName })
+            try #require(refreshOnly.cookies.count == 1, "the browser's refresh cookie: \(browser.cookies.keys)")
+
+            let crossSite = try await harness.decide(
+                "allow",
+                on: page,
+                browser: refreshOnly,
+                origin: "https://attacker.example"
+            )
+            #expect(crossSite.status == .forbidden, "a cross-site form renews nothing")
+
+            let allowed = try await harness.decide("allow", on: page, browser: refreshOnly)
+            #expect(allowed.status == .seeOther)
+            let location = try #require(allowed.location)
+            #expect(location.hasPrefix(RelyingParty.publicApp.redirectURI + "?"), "\(location)")
+            #expect(ServerHarness.query(of: location)["code"] != nil)
+            let setCookies = allowed.headers[values: .setCookie].joined(separator: "\n")
+            #expect(setCookies.contains("\(refreshName)="), "the renewed session's cookies")
+        }
+    }
+
     @Test func aConsentFormWithoutASessionSignsInAgainAndComesBack() async throws {
         try await run { harness in
             let (page, _) = try await consentPage(harness)

@@ -40,14 +40,8 @@ extension OpenIDController {
         var claims: AccessTokenClaims?
         if !checked.forcesLogin {
             claims = context.session
-            if claims == nil, let refreshToken = cookies.refreshToken(in: request) {
-                do {
-                    let rotated = try await sessions.rotate(refreshToken: refreshToken, logger: context.logger)
-                    claims = try sessions.authenticate(rotated.accessToken)
-                    renewed = rotated
-                } catch let error as AuthServerError {
-                    context.logger.debug("refresh cookie refused", metadata: ["error": "\(error.code)"])
-                }
+            if claims == nil, let renewal = try await renewBrowserSession(request, logger: context.logger) {
+                (claims, renewed) = (renewal.claims, renewal.tokens)
             }
         }
         guard let claims else {
@@ -86,6 +80,22 @@ extension OpenIDController {
         )
         if let renewed { cookies.set(renewed, on: &response) }
         return response
+    }
+
+    /// The browser's session renewed from its refresh cookie (rotated here), for a browser whose access cookie has
+    /// expired; `nil` when it has no refresh cookie or the token is refused.
+    func renewBrowserSession(
+        _ request: Request,
+        logger: Logger
+    ) async throws -> (claims: AccessTokenClaims, tokens: SessionService.Tokens)? {
+        guard let refreshToken = cookies.refreshToken(in: request) else { return nil }
+        do {
+            let rotated = try await sessions.rotate(refreshToken: refreshToken, logger: logger)
+            return (try sessions.authenticate(rotated.accessToken), rotated)
+        } catch let error as AuthServerError {
+            logger.debug("refresh cookie refused", metadata: ["error": "\(error.code)"])
+            return nil
+        }
     }
 
     /// Stores a new code for `user` and answers the redirect that hands it to the client.

@@ -100,8 +100,9 @@ extension OpenIDController {
     /// `POST /oauth/authorize`: the consent page's decision. The authorization request comes back in the form and is
     /// checked again as a new one; the form must come from this site, in the browser session the page was made for,
     /// for the same client. Allowing is remembered (``AccountStore/saveClientConsent(_:)``) and answered with a code;
-    /// declining with `access_denied`. Both are 303 redirects to the client. Without a session (it ended, or its
-    /// access token expired since) the browser signs in again and comes back to the consent page.
+    /// declining with `access_denied`. Both are 303 redirects to the client. A browser whose access cookie expired
+    /// while the page was open is renewed from its refresh cookie, as on the `GET`, when the form comes from this site;
+    /// without a session at all (it ended) the browser signs in again and comes back to the consent page.
     @Sendable func consent(_ request: Request, context: SiwaRequestContext) async throws -> Response {
         var request = request
         let formType = request.headers[.contentType]?.lowercased().hasPrefix("application/x-www-form-urlencoded")
@@ -129,11 +130,7 @@ extension OpenIDController {
         guard client.requiresConsent else {
             return Self.page("invalid_request", "This application does not ask for your consent.")
         }
-        let claims: AccessTokenClaims
-        switch context.authentication {
-        case .session(let session, _):
-            claims = session
-        case .refused(let error) where error.code == AuthServerError.Code.csrfCheckFailed:
+        func crossSite(_ error: AuthServerError) -> Response {
             context.logger.info("OpenID consent refused: cross-site form", metadata: ["client": "\(client.id)"])
             return WebErrorPage(
                 status: .forbidden,
@@ -141,9 +138,52 @@ extension OpenIDController {
                 reason: "This consent form was sent from another site, so it was ignored. Go back to the app and "
                     + "sign in again."
             ).response
+        }
+        let claims: AccessTokenClaims
+        var renewed: SessionService.Tokens?
+        switch context.authentication {
+        case .session(let session, _):
+            claims = session
+        case .refused(let error) where error.code == AuthServerError.Code.csrfCheckFailed:
+            return crossSite(error)
+        case .refused, nil:
+            // No access cookie to check the origin with: the refresh cookie renews the session from this site only.
+            guard cookies.refreshToken(in: request) != nil else { return signInFirst(fields) }
+            do throws(AuthServerError) {
+                try CSRFCheck.verify(request, configuration: configuration)
+            } catch {
+                return crossSite(error)
+            }
+            guard let renewal = try await renewBrowserSession(request, logger: context.logger) else {
+                return signInFirst(fields)
+            }
+            (claims, renewed) = (renewal.claims, renewal.tokens)
         default:
             return signInFirst(fields)
         }
+        var answer = try await decide(
+            decision,
+            token: token,
+            client: client,
+            redirect: redirect,
+            checked: checked,
+            claims: claims,
+            context: context
+        )
+        if let renewed { cookies.set(renewed, on: &answer) }
+        return answer
+    }
+
+    /// The consent form's decision, in the browser session `claims`.
+    private func decide(
+        _ decision: String?,
+        token: String?,
+        client: OpenIDClient,
+        redirect: AuthorizationRedirect,
+        checked: CheckedAuthorization,
+        claims: AccessTokenClaims,
+        context: SiwaRequestContext
+    ) async throws -> Response {
         guard consentTokens.accepts(token, for: claims.sessionID, about: client.id) else {
             context.logger.info("OpenID consent refused: form token", metadata: ["client": "\(client.id)"])
             return WebErrorPage(
