@@ -104,7 +104,7 @@ struct SignInService: Sendable {
             }
             throw error
         }
-        let limit = min(configuration.maximumSessionsPerIdentityToken, SessionBound.maximumLimit)
+        let limit = replays.limit  // the configured bound, at most SessionBound.maximumLimit
         let bound =
             boundsSessionsInStore && limit > 0
             ? SessionBound(sessionIDs: Self.boundSessionIDs(identityToken, expiresAt: token.expiresAt, limit: limit))
