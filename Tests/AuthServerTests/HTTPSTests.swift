@@ -27,19 +27,12 @@ struct HTTPSTests {
             environment: authority.browserEnvironment
         )
         do {
-            let login = origin + "/login"
-            try await browser.navigate(to: login)
-            try await browser.wait(for: "the login page over https") { url, source in
-                url == login && source.contains("Sign in with Apple")
-            }
-            try await browser.click("a.apple-button")
-            try await browser.wait(for: "the consent page") { url, _ in url.hasPrefix(harness.emulatorURL) }
-            try await browser.type("tls-\(name)@example.com", into: "#email")
-            try await browser.type("Tess", into: "#given_name")
-            try await browser.click(#"button[value="continue"]"#)
-            try await browser.wait(for: "the signed-in page over https") { url, source in
-                url == login && source.contains("Sign out")
-            }
+            try await browser.signInWithApple(
+                from: origin + "/login",
+                emulatorURL: harness.emulatorURL,
+                email: "tls-\(name)@example.com",
+                givenName: "Tess"
+            )
             try await browser.screenshot(
                 to: WebDriverSession.outputFolder("HTTPSTests").appendingPathComponent("\(name).png")
             )

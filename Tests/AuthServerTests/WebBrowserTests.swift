@@ -114,18 +114,14 @@ struct WebBrowserTests {
         try await ServerHarness.run(configuration: configuration, web: true, publicOrigin: onLocalhost) { harness in
             #expect(URL(string: harness.serverURL)?.host == "localhost")
             #expect(URL(string: harness.emulatorURL)?.host == "127.0.0.1")
-            let login = harness.serverURL + "/login"
             let browser = try await browser(log: "chromedriver-cross-site.log")
             do {
-                try await browser.navigate(to: login)
-                try await browser.click("a.apple-button")
-                try await browser.wait(for: "the consent page") { url, _ in url.hasPrefix(harness.emulatorURL) }
-                try await browser.type("cross-site@example.com", into: "#email")
-                try await browser.type("Cross", into: "#given_name")
-                try await browser.click(#"button[value="continue"]"#)
-                try await browser.wait(for: "the signed-in page") { url, source in
-                    url == login && source.contains("Sign out")
-                }
+                try await browser.signInWithApple(
+                    from: harness.serverURL + "/login",
+                    emulatorURL: harness.emulatorURL,
+                    email: "cross-site@example.com",
+                    givenName: "Cross"
+                )
                 try await screenshot(browser, "6-cross-site-signed-in.png")
                 #expect(try await browser.pageSource().contains("Hello, Cross Appleseed"))
                 #expect(try await browser.cookies()["siwa_session"] != nil)

@@ -216,6 +216,20 @@ final class WebDriverSession: Sendable {
         throw Failure(description: "timed out waiting for \(what); at \(try await currentURL())")
     }
 
+    /// The web sign-in as a user goes through it: siwa's login page at `login`, its Sign in with Apple button, the
+    /// emulator's consent page at `emulatorURL` (an email and a given name typed in), Continue, and back to the login
+    /// page signed in.
+    func signInWithApple(from login: String, emulatorURL: String, email: String, givenName: String) async throws {
+        try await navigate(to: login)
+        try await wait(for: "the login page") { url, source in url == login && source.contains("Sign in with Apple") }
+        try await click("a.apple-button")
+        try await wait(for: "the consent page") { url, _ in url.hasPrefix(emulatorURL) }
+        try await type(email, into: "#email")
+        try await type(givenName, into: "#given_name")
+        try await click(#"button[value="continue"]"#)
+        try await wait(for: "the signed-in page") { url, source in url == login && source.contains("Sign out") }
+    }
+
     // MARK: Tests
 
     /// Where the browser tests of `suite` put screenshots and chromedriver logs: `$SIWA_TEST_OUTPUT_DIR/<suite>`, or
