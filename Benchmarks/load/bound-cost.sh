@@ -33,7 +33,6 @@ HZ=$(getconf CLK_TCK)
 
 PG_PORT=$(sed -E 's|.*@[^:/]+:([0-9]+)/.*|\1|' <<<"$SIWA_TEST_POSTGRES_URL")
 POSTMASTER=$(pgrep -o -f -- "-p $PG_PORT( |\$)")
-database_url() { python3 -c 'import sys, urllib.parse as u; p = u.urlsplit(sys.argv[1]); print(u.urlunsplit(p._replace(path="/" + sys.argv[2])))' "$SIWA_TEST_POSTGRES_URL" "$1"; }
 
 start_emulator "$EMULATOR_PORT"
 declare -A PID_OF PORT_OF

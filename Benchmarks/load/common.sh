@@ -6,7 +6,7 @@
 # copied aside while other builds go on, or else a fresh release build); WORK, a temporary folder removed at exit
 # (kept when KEEP_WORK is set); PIDS, processes stopped at exit (with KILL_SIGNAL, TERM by default); FAILED and
 # check (PASS/FAIL lines); wait_for; need (installs a missing tool from apt); start_emulator; server_environment;
-# wrk_measure; ticks and group_ticks (CPU ticks of processes).
+# wrk_measure; ticks and group_ticks (CPU ticks of processes); database_url.
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 ROOT=$(pwd)
 
@@ -95,4 +95,10 @@ ticks() { # PID...: utime + stime of each, added up (a process that exits meanwh
 group_ticks() {
   [ -n "$1" ] || { echo 0; return; }
   { awk '{print $16 + $17}' "/proc/$1/stat"; ticks "$1" $(pgrep -P "$1" || true); } | awk '{ s += $1 } END { print s + 0 }'
+}
+
+# SIWA_TEST_POSTGRES_URL with the database NAME in place of its own (the same server, user and options).
+database_url() { # NAME
+  python3 -c 'import sys, urllib.parse as u; p = u.urlsplit(sys.argv[1]); print(u.urlunsplit(p._replace(path="/" + sys.argv[2])))' \
+    "$SIWA_TEST_POSTGRES_URL" "$1"
 }

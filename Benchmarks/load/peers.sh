@@ -112,7 +112,7 @@ if [[ " $DATABASES " == *" postgres "* ]]; then
   if [ -n "${BASELINE_BINARY:-}" ]; then
     psql -q "$SIWA_TEST_POSTGRES_URL" -c "DROP DATABASE IF EXISTS siwa_baseline" -c "CREATE DATABASE siwa_baseline"
     start_siwa siwa-baseline-pg postgres "$BASELINE_PG_PORT" "$BASELINE_BINARY" \
-      "$(python3 -c 'import sys, urllib.parse as u; p = u.urlsplit(sys.argv[1]); print(u.urlunsplit(p._replace(path="/siwa_baseline")))' "$SIWA_TEST_POSTGRES_URL")"
+      "$(database_url siwa_baseline)"
     PG_SIWAS+=(siwa-baseline-pg)
   fi
   SIWAS+=("${PG_SIWAS[@]}")

@@ -44,7 +44,6 @@ fi
 source "$(dirname "$0")/common.sh"
 need wrk
 echo "work folder: $WORK"
-database_url() { echo "$SIWA_TEST_POSTGRES_URL" | sed "s#/siwa_test?#/$1?#"; }
 sql() { psql "$(database_url "$1" | sed 's/?sslmode=disable//')" -tAc "$2"; }
 
 start_emulator "$EMULATOR_PORT"
