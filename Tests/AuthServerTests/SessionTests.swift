@@ -1,6 +1,7 @@
 import AccountStore
 import AppleSignIn
 import AuthServer
+import Crypto
 import Foundation
 import HTTPTypes
 import SiwaTesting
@@ -168,6 +169,54 @@ struct SessionTests {
             #expect(String(decoding: header, as: UTF8.self).contains(newKid))
             #expect(try await harness.call(.get, "/api/me", bearer: newAccess).status == .ok)
             #expect(try await harness.call(.get, "/api/me", bearer: oldAccess).status == .ok)
+        }
+    }
+
+    /// A rotation moves new tokens to the new key and retires the old one: whoever still holds the old key (a leak, a
+    /// backup) cannot sign a token siwa accepts for longer than the old key's last token could live.
+    @Test func aRetiredKeySignsNothingThatOutlivesItsLastToken() async throws {
+        try await ServerHarness.run { harness in
+            let before = try await harness.signIn("retired@example.com")
+            let oldAccess = try #require(before.json.string("accessToken"))
+            let oldRecord = try #require(try await harness.store.signingKeys().last)
+            let sealed = try DataSealer(key: harness.dataKey).open(oldRecord.sealedPrivateKey)
+            let oldKey = try P256.Signing.PrivateKey(rawRepresentation: sealed.prefix(32))
+            let payload = try #require(Data(base64Encoded: base64(String(oldAccess.split(separator: ".")[1]))))
+            let claims = try #require(try JSONSerialization.jsonObject(with: payload) as? [String: Any])
+            func forged(expiresIn seconds: TimeInterval) throws -> String {
+                var forged = claims
+                forged["exp"] = Int(harness.clock.now.timeIntervalSince1970 + seconds)
+                forged["jti"] = UUID().uuidString
+                let header = #"{"alg":"ES256","kid":"\#(oldRecord.kid)","typ":"JWT"}"#
+                let input =
+                    Base64URLText.encode(Array(header.utf8)) + "."
+                    + Base64URLText.encode(Array(try JSONSerialization.data(withJSONObject: forged)))
+                let signature = try oldKey.signature(for: Array(input.utf8)).rawRepresentation
+                return input + "." + Base64URLText.encode(Array(signature))
+            }
+            // Before the rotation the key is current: what it signs is accepted (this is what the forgery looks like).
+            #expect(try await harness.call(.get, "/api/me", bearer: try forged(expiresIn: 86_400)).status == .ok)
+            let other = try await AccessTokenIssuer(
+                configuration: AuthServerConfiguration(),
+                store: harness.store,
+                sealer: DataSealer(key: harness.dataKey),
+                clock: harness.clock
+            )
+            try await other.rotate()
+            var rotated = false
+            for _ in 0..<50 where !rotated {
+                let fresh = try await harness.signIn("retired@example.com")
+                let token = try #require(fresh.json.string("accessToken"))
+                rotated = token.split(separator: ".").first != oldAccess.split(separator: ".").first
+                if !rotated { try await Task.sleep(for: .milliseconds(100)) }
+            }
+            #expect(rotated, "the server signs with the new key")
+            #expect(try await harness.call(.get, "/api/me", bearer: oldAccess).status == .ok, "its tokens still work")
+            let longLived = try await harness.call(.get, "/api/me", bearer: try forged(expiresIn: 86_400))
+            #expect(longLived.status == .unauthorized, "a token of the retired key that outlives its last one")
+            harness.clock.advance(by: AuthServerConfiguration().accessTokenLifetime + 61)
+            let late = try await harness.call(.get, "/api/me", bearer: try forged(expiresIn: 600))
+            #expect(late.status == .unauthorized, "a token of the retired key after its last one expired")
         }
     }
 

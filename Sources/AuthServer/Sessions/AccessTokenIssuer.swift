@@ -305,6 +305,13 @@ public final class AccessTokenIssuer: Sendable {
             let sessionID = claims["sid"]?.stringValue.flatMap(SessionID.init),
             let jti = claims["jti"]?.stringValue
         else { return nil }
+        // A retired key signed its last token before its retirement: none of its tokens outlives that by more than a
+        // token's lifetime (and the minute the key set allows for clocks). So a rotation also ends what a leaked old
+        // key could still sign: a token that claims to live longer, or is presented later, is refused.
+        if let kid = header["kid"]?.stringValue, let retired = keys.withLock({ $0.retiredAt[kid] }) {
+            let lastExpiry = retired.timeIntervalSince1970 + configuration.accessTokenLifetime + 60
+            guard exp <= lastExpiry, now.timeIntervalSince1970 <= lastExpiry else { return nil }
+        }
         let clientID = claims["client_id"]?.stringValue
         let scope = claims["scope"]?.stringValue
         switch header["typ"]?.stringValue {
