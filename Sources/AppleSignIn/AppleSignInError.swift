@@ -172,7 +172,10 @@ public struct AppleSignInError: Error, Hashable, Sendable, CustomStringConvertib
 
     /// `aud` named a client id that is not configured; `got` is that audience.
     public static func audienceMismatch(got: String) -> AppleSignInError {
-        AppleSignInError(.audienceMismatch, "token audience '\(got)' is not one of the configured client ids")
+        AppleSignInError(
+            .audienceMismatch,
+            "token audience \(LoggedText.quoted(got, limit: 255)) is not one of the configured client ids"
+        )
     }
 
     /// A setting is wrong: `setting` names it, `fix` says what to do.

@@ -5,7 +5,14 @@ public import Hummingbird
 import HummingbirdCore
 public import Logging
 public import NIOCore
+import ServiceLifecycle
 public import Tracing
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// Builds the siwa server: the canonical API, well-known keys and health routes, over an injected store and HTTP
 /// transport. The CLI and the tests call this same function.
@@ -181,30 +188,27 @@ func assembleApplication(
         middleware: AccessLogMiddleware(trustedProxies: configuration.trustedProxies, metrics: metrics, logger: logger)
     )
     // Next: its span then covers the rest, and carries the request id the access log made.
-    if let tracer { router.add(middleware: RequestTracingMiddleware(tracer: tracer)) }
+    if let tracer {
+        router.add(middleware: RequestTracingMiddleware(tracer: tracer, trustedProxies: configuration.trustedProxies))
+    }
     // Next, so that the errors the next one answers carry it too.
     if tls != nil, let maxAge = configuration.hstsMaxAge {
         router.add(middleware: StrictTransportSecurityMiddleware(maxAge: maxAge))
     }
     router.add(middleware: NoSniffMiddleware())
-    if configuration.authRateLimit != nil || configuration.notificationRateLimit != nil {
-        if let sharedLimits {
-            router.add(
-                middleware: RateLimitMiddleware(configuration: configuration) { name, limit in
-                    sharedLimits.buckets(name, limit: limit)
-                }
-            )
-        } else {
-            router.add(middleware: RateLimitMiddleware(configuration: configuration))
-        }
-    }
     let adminAccess = AdminAccess(configuration: configuration, store: store, sessions: sessions)
     let guarding = RouteGuard(
         sessions: sessions,
         configuration: configuration,
         cookieNames: [web.sessionName] + (compatibility.serviceStack ? [serviceStackCookies.access] : []),
         serviceTokens: ServiceTokens(store: store, clock: clock),
-        requireAdmin: { context in try await adminAccess.admin(context).subject }
+        requireAdmin: { context in try await adminAccess.admin(context).subject },
+        limiter: configuration.authRateLimit == nil && configuration.notificationRateLimit == nil
+            ? nil
+            : RateLimiter(configuration: configuration) { name, limit -> any RateLimitBuckets in
+                if let sharedLimits { return sharedLimits.buckets(name, limit: limit) }
+                return InMemoryRateLimitBuckets(limit: limit)
+            }
     )
     // Every route below is registered with who may call it; the guard enforces it before the handler runs.
     let routes = PolicedRoutes(router: router, guarding: guarding, declarations: PolicedRoutes.Declarations())
@@ -330,14 +334,7 @@ func assembleApplication(
         trustedProxies: configuration.trustedProxies,
         metrics: metrics
     )
-    let http = HTTP1Channel.Configuration(
-        additionalChannelHandlers: [connections.makeHandler()],
-        idleTimeout: configuration.idleTimeout.map { TimeAmount($0) },
-        httpDecoderConfiguration: .init(
-            maxHeaderFieldSize: configuration.maximumHeaderSize,
-            maxHeaderListSize: configuration.maximumHeaderSize
-        )
-    )
+    let http = guardedHTTP1(configuration, connections)
     let registered = router.routes.map { RegisteredRoute(method: $0.method.rawValue, path: $0.path.description) }
     var app = Application(
         router: router,
@@ -375,6 +372,7 @@ func assembleApplication(
             metricsApplication(
                 metrics,
                 listener: listener,
+                limits: configuration,
                 // Read at each scrape rather than kept current: each is one cheap look, and a scrape a minute is enough.
                 beforeScrape: {
                     let dataKeyFile: String? =
@@ -401,13 +399,18 @@ func assembleApplication(
 
 /// The metrics listener's application: `GET /metrics` and `GET /healthz`, nothing else, on the listener's own address.
 /// Its requests are neither logged nor counted: a scraper's every visit would fill the access log.
+///
+/// It is guarded like the public port (a head deadline, a body deadline, the idle timeout, the header size), with caps
+/// of its own, and a port it cannot bind stops the process with an error that names the listener
+/// (``MetricsListenerError``).
 private func metricsApplication(
     _ metrics: ServerMetrics,
     listener: MetricsListener,
+    limits configuration: AuthServerConfiguration,
     beforeScrape: @escaping @Sendable () async -> Void,
     routes: PolicedRoutes,
     logger: Logger
-) -> some ApplicationProtocol {
+) -> some Service {
     routes.router.add(middleware: NoSniffMiddleware())
     routes.get("/metrics", access: .open) { _, _ -> Response in
         await beforeScrape()
@@ -418,13 +421,68 @@ private func metricsApplication(
         )
     }
     routes.get("/healthz", access: .open) { _, _ -> HTTPResponse.Status in .ok }
-    return Application(
-        router: routes.router,
-        configuration: ApplicationConfiguration(
-            address: .hostname(listener.host, port: listener.port),
-            serverName: "siwa"
-        ),
-        onServerRunning: listener.onServerRunning,
-        logger: logger
+    var limits = configuration.connections
+    limits.maximumConnections = listener.maximumConnections
+    limits.maximumConnectionsPerAddress = listener.maximumConnectionsPerAddress
+    let connections = ConnectionLimiter(limits: limits, trustedProxies: .none)
+    let http = guardedHTTP1(configuration, connections)
+    return MetricsListenerService(
+        listener: listener,
+        application: Application(
+            router: routes.router,
+            server: .http1(configuration: http),
+            configuration: ApplicationConfiguration(
+                address: .hostname(listener.host, port: listener.port),
+                serverName: "siwa"
+            ),
+            onServerRunning: listener.onServerRunning,
+            logger: logger
+        )
     )
+}
+
+/// An HTTP/1 channel guarded by `connections` (caps, head and body deadlines), with the idle timeout and header size
+/// of `configuration`: the public port's and the metrics listener's alike.
+private func guardedHTTP1(
+    _ configuration: AuthServerConfiguration,
+    _ connections: ConnectionLimiter
+) -> HTTP1Channel.Configuration {
+    HTTP1Channel.Configuration(
+        additionalChannelHandlers: [connections.makeHandler()],
+        idleTimeout: configuration.idleTimeout.map { TimeAmount($0) },
+        httpDecoderConfiguration: .init(
+            maxHeaderFieldSize: configuration.maximumHeaderSize,
+            maxHeaderListSize: configuration.maximumHeaderSize
+        )
+    )
+}
+
+/// The metrics listener's application as a service whose failure to listen names the listener.
+private struct MetricsListenerService<Base: ApplicationProtocol>: Service {
+    let listener: MetricsListener
+    let application: Base
+
+    func run() async throws {
+        do {
+            try await application.run()
+        } catch let error as IOError {
+            throw MetricsListenerError(host: listener.host, port: listener.port, underlying: error)
+        }
+    }
+}
+
+/// The metrics listener could not listen on its address: the port is taken (another siwa on this host, say) or the
+/// address is not this host's.
+public struct MetricsListenerError: Error, CustomStringConvertible {
+    /// The listener's address.
+    public var host: String
+    /// The listener's port.
+    public var port: Int
+    /// What the system said.
+    public var underlying: IOError
+
+    public var description: String {
+        let what = underlying.errnoCode == EADDRINUSE ? "the port is in use by another process" : "\(underlying)"
+        return "the metrics listener cannot listen on \(host):\(port): \(what)"
+    }
 }

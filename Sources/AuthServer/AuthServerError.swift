@@ -75,6 +75,7 @@ public struct AuthServerError: Error, HTTPResponseError, CustomStringConvertible
         static let invalidBody = "invalid_body"
         static let invalidCallback = "invalid_callback"
         static let invalidField = "invalid_field"
+        static let unknownField = "unknown_field"
         static let invalidReturnURL = "invalid_return_url"
         static let notFound = "not_found"
         static let rateLimited = "rate_limited"

@@ -2102,7 +2102,7 @@ enum OpenAPIDocument {
         "x-siwa-condition": "SIWA_COMPAT includes servicestack",
         "operationId": "serviceStackAuthenticateQuery",
         "summary": "ServiceStack's Authenticate (query form)",
-        "description": "Sign in with `provider=apple` and Apple's identity token in `accessToken`; no provider: the current session (bearer or `ss-tok`); `provider=logout`: end it. With `useTokenCookie` (or SIWA_SERVICESTACK_TOKEN_COOKIES) the tokens are also set as `ss-tok` and `ss-reftok`, and a request from another origin is refused (login CSRF).",
+        "description": "ServiceStack's clients send no body by GET: the body is never read and a GET never signs in. No provider: the current session (bearer or `ss-tok`); `provider=logout`: end it; `provider=apple`: 405, sign in by POST. Spends the client's rate-limit budget, since it may sign out.",
         "security": [
           {
             "bearer": []
@@ -2116,7 +2116,7 @@ enum OpenAPIDocument {
           {
             "name": "provider",
             "in": "query",
-            "description": "`apple` or `logout` (the body's field wins).",
+            "description": "`logout` (or none). `apple` is 405: sign in by POST.",
             "schema": {
               "type": "string"
             }
@@ -2127,7 +2127,7 @@ enum OpenAPIDocument {
         ],
         "responses": {
           "200": {
-            "description": "Signed in, the current session, or signed out (`{}`).",
+            "description": "The current session, or signed out (`{}`).",
             "content": {
               "application/json": {
                 "schema": {
@@ -2162,6 +2162,12 @@ enum OpenAPIDocument {
           },
           "503": {
             "$ref": "#/components/responses/ServiceStackError"
+          },
+          "405": {
+            "$ref": "#/components/responses/ServiceStackError"
+          },
+          "429": {
+            "$ref": "#/components/responses/RateLimited"
           }
         }
       }
@@ -2264,7 +2270,7 @@ enum OpenAPIDocument {
         "x-siwa-condition": "SIWA_COMPAT includes servicestack",
         "operationId": "serviceStackApiAuthenticateQuery",
         "summary": "ServiceStack's Authenticate (query form)",
-        "description": "Sign in with `provider=apple` and Apple's identity token in `accessToken`; no provider: the current session (bearer or `ss-tok`); `provider=logout`: end it. With `useTokenCookie` (or SIWA_SERVICESTACK_TOKEN_COOKIES) the tokens are also set as `ss-tok` and `ss-reftok`, and a request from another origin is refused (login CSRF).",
+        "description": "ServiceStack's clients send no body by GET: the body is never read and a GET never signs in. No provider: the current session (bearer or `ss-tok`); `provider=logout`: end it; `provider=apple`: 405, sign in by POST. Spends the client's rate-limit budget, since it may sign out.",
         "security": [
           {
             "bearer": []
@@ -2278,7 +2284,7 @@ enum OpenAPIDocument {
           {
             "name": "provider",
             "in": "query",
-            "description": "`apple` or `logout` (the body's field wins).",
+            "description": "`logout` (or none). `apple` is 405: sign in by POST.",
             "schema": {
               "type": "string"
             }
@@ -2289,7 +2295,7 @@ enum OpenAPIDocument {
         ],
         "responses": {
           "200": {
-            "description": "Signed in, the current session, or signed out (`{}`).",
+            "description": "The current session, or signed out (`{}`).",
             "content": {
               "application/json": {
                 "schema": {
@@ -2324,6 +2330,12 @@ enum OpenAPIDocument {
           },
           "503": {
             "$ref": "#/components/responses/ServiceStackError"
+          },
+          "405": {
+            "$ref": "#/components/responses/ServiceStackError"
+          },
+          "429": {
+            "$ref": "#/components/responses/RateLimited"
           }
         }
       }
@@ -2847,7 +2859,7 @@ enum OpenAPIDocument {
         "x-siwa-contract": "servicestack",
         "x-siwa-condition": "SIWA_COMPAT includes servicestack",
         "operationId": "serviceStackUsers",
-        "summary": "ServiceStack's user dump, for the Admin role (SIWA_ADMIN_USERS)",
+        "summary": "ServiceStack's user dump, for the Admin role (SIWA_ADMIN_USERS), from the admin networks only",
         "security": [
           {
             "adminBearer": []
@@ -2876,7 +2888,8 @@ enum OpenAPIDocument {
           "503": {
             "$ref": "#/components/responses/ServiceStackError"
           }
-        }
+        },
+        "description": "An admin route: outside SIWA_ADMIN_ALLOWED_NETWORKS it is 403 `AdminNetworkRefused` before any token is read."
       }
     },
     "/api/auth/siwa": {
@@ -4596,7 +4609,9 @@ enum OpenAPIDocument {
             ],
             "description": "One session to end; absent: all of them."
           }
-        }
+        },
+        "additionalProperties": false,
+        "description": "The only member is `sessionId`: any other is 400 `unknown_field`, never \"every session\"."
       },
       "AdminEndedSessions": {
         "type": "object",

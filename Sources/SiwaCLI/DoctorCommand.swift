@@ -420,14 +420,13 @@ struct DoctorCommand: AsyncParsableCommand {
             )
         }
 
-        // Browsers keep a `Secure` cookie off plain http (localhost aside), the web flow's cookie included.
+        // Browsers keep a `Secure` cookie off plain http (localhost aside), the web flow's cookie included: every web
+        // sign-in would fail, so this stops serve.
         if given(\.web.secureCookies) == true, scheme == "http", host != "localhost" {
             findings.append(
-                .init(
-                    setting: "SIWA_SECURE_COOKIES",
-                    ok: false,
-                    message:
-                        "cookies are marked Secure but SIWA_PUBLIC_URL is http: browsers drop Secure cookies on http, "
+                .refusal(
+                    "SIWA_SECURE_COOKIES",
+                    "cookies are marked Secure but SIWA_PUBLIC_URL is http: browsers drop Secure cookies on http, "
                         + "the web sign-in's flow cookie with them, so every web sign-in would fail; serve over https "
                         + "(SIWA_PUBLIC_URL https://…) or leave SIWA_SECURE_COOKIES unset"
                 )

@@ -35,10 +35,11 @@ struct ServeCommand: AsyncParsableCommand {
 
     func run() async throws {
         let source: SettingsSource
+        let preview: ServerSettings
         do {
             source = try await SettingsSource.load(configFile: config)
             // Read without creating the data key first: nothing is written before every check has passed.
-            _ = try ServerSettings.load(from: source, createsDataKey: false)
+            preview = try ServerSettings.load(from: source, createsDataKey: false)
         } catch let problem as ServerSettings.Problem {
             Terminal.error("error: \(problem)")
             throw ExitCode(2)
@@ -49,6 +50,13 @@ struct ServeCommand: AsyncParsableCommand {
         guard refusals.isEmpty else {
             for refusal in refusals { Terminal.error("error: \(refusal.setting): \(refusal.message)") }
             Terminal.error("siwa serve did not start; siwa doctor lists every finding")
+            throw ExitCode(2)
+        }
+        // Every listener's address, before any migration or key file: a port in use stops here, named.
+        let unbound = await ListenerProbe.problems(ListenerProbe.listeners(of: preview))
+        guard unbound.isEmpty else {
+            for problem in unbound { Terminal.error("error: \(problem)") }
+            Terminal.error("siwa serve did not start")
             throw ExitCode(2)
         }
         var settings: ServerSettings
@@ -114,6 +122,11 @@ struct ServeCommand: AsyncParsableCommand {
             } else {
                 try await app.runService()
             }
+        } catch let error as MetricsListenerError {
+            // Taken between the probe and the server's own bind: named all the same.
+            await stop()
+            Terminal.error("error: SIWA_METRICS_HOST/SIWA_METRICS_PORT: \(error)")
+            throw ExitCode(1)
         } catch {
             await stop()
             throw error

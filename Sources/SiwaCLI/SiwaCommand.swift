@@ -27,6 +27,7 @@ public struct SiwaCommand: AsyncParsableCommand {
 extension SiwaCommand {
     /// Parses the process's arguments, runs the command and exits with its status (the `siwa` executable's entry).
     public static func start() async {
+        LogFormat.bootstrap()
         await main()
     }
 }

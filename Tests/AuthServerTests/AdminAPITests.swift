@@ -191,6 +191,56 @@ struct AdminAPITests {
         }
     }
 
+    /// A member a route does not know is a 400 naming it, never "every session": a script that misspells `sessionId`
+    /// must not sign the user out everywhere. Only an empty body or `{}` means every session.
+    @Test func anAdminBodyWithAMemberTheRouteDoesNotKnowIsRefused() async throws {
+        try await ServerHarness.run { server in
+            let token = try await Self.admin(server)
+            let phone = try await Self.signIn(server, "strict@example.com")
+            let laptop = try await Self.signIn(server, "strict@example.com")
+            let sessionID = try Self.sessionID(phone.token)
+            for member in ["sessionID", "session_id", "SessionId", "id", "sessionid"] {
+                let refused = try await server.call(
+                    .post,
+                    "/admin/api/users/\(phone.id)/sessions/end",
+                    rawBody: #"{"\#(member)":"\#(sessionID)"}"#,
+                    bearer: token
+                )
+                #expect(refused.status == .badRequest, "\(member): \(refused.json)")
+                #expect(refused.json.string("error") == "unknown_field")
+                #expect(refused.json.string("message")?.contains("sessionId") == true, "names what it takes")
+            }
+            #expect(try await server.call(.get, "/api/me", bearer: phone.token).status == .ok, "no session ended")
+            #expect(try await server.call(.get, "/api/me", bearer: laptop.token).status == .ok, "no session ended")
+            for path in ["disable", "enable"] {
+                let refused = try await server.call(
+                    .post,
+                    "/admin/api/users/\(phone.id)/\(path)",
+                    json: ["reason": "stolen phone"],
+                    bearer: token
+                )
+                #expect(refused.status == .badRequest, "\(path): \(refused.json)")
+                #expect(refused.json.string("message")?.contains("'reason'") == true, "\(refused.json)")
+            }
+            let deleted = try await server.call(
+                .delete,
+                "/admin/api/users/\(phone.id)",
+                json: ["force": true],
+                bearer: token
+            )
+            #expect(deleted.status == .badRequest)
+            #expect(try await server.store.user(id: phone.id)?.status == .active)
+            let all = try await server.call(
+                .post,
+                "/admin/api/users/\(phone.id)/sessions/end",
+                rawBody: "{}",
+                bearer: token
+            )
+            #expect(all.status == .ok)
+            #expect((all.json["endedSessions"] as? [String])?.count == 2, "{} is every session")
+        }
+    }
+
     @Test func aSessionKeepsTheUserAgentAndAddressItWasStartedFrom() async throws {
         try await ServerHarness.run { server in
             let token = try await Self.admin(server)

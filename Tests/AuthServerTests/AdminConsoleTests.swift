@@ -154,6 +154,27 @@ struct AdminConsoleTests {
         }
     }
 
+    /// Another admin's account, seen by an admin granted the role in the store: the page offers no button the server
+    /// would refuse (no session's End, no End all, no Disable, no Delete); its own account's sessions keep theirs.
+    @Test func aProtectedAdminsPageOffersNoActionTheServerWouldRefuse() async throws {
+        try await ServerHarness.run { server in
+            let viewer = try await Self.signIn(server, "viewer@example.com")
+            let other = try await Self.signIn(server, "other-admin@example.com")
+            for admin in [viewer.id, other.id] {
+                try await server.store.grantAdmin(AdminSubject(admin), by: .operator, now: Date())
+            }
+            let page = try await Self.get(server, "/admin/users/\(other.id)", bearer: viewer.token)
+            #expect(page.status == .ok)
+            #expect(page.html.contains("<td>native</td>"), "its session is listed")
+            #expect(page.html.contains("<td>active</td>"))
+            for action in ["end-session", "end-all", "disable", "delete"] {
+                #expect(!page.html.contains("/admin/users/\(other.id)/\(action)\""), "a form for \(action)")
+            }
+            let own = try await Self.get(server, "/admin/users/\(viewer.id)", bearer: viewer.token)
+            #expect(own.html.contains("/admin/users/\(viewer.id)/end-session\""), "its own sessions keep their End")
+        }
+    }
+
     @Test func aFormNeedsThisSitesOriginTheSessionsTokenAndAConfirmation() async throws {
         try await ServerHarness.run { server in
             let admin = try await Self.signIn(server, "admin@example.com")

@@ -1,10 +1,13 @@
 import AccountStore
-import AuthServer
+import Crypto
 import Foundation
 import HTTPTypes
 import HummingbirdTesting
 import SiwaTesting
+import Synchronization
 import Testing
+
+@testable import AuthServer
 
 /// `SIWA_ADMIN_ALLOWED_NETWORKS`: the console and the admin API answer only clients of the operators' networks, by the
 /// client's address as the rate limits read it: a trusted proxy may name the client, anyone else is the client.
@@ -26,17 +29,20 @@ struct AdminNetworkTests {
         return try #require(answer.json.string("accessToken"))
     }
 
-    /// `GET path` with the admin's token from `source`, with `X-Forwarded-For` when given.
+    /// `GET path` (or another method) with the admin's token from `source`, with `X-Forwarded-For` when given.
     static func get(
         _ path: String,
         _ harness: ServerHarness,
-        token: String,
+        method: String = "GET",
+        token: String?,
         from source: String,
         forwardedFor: String? = nil
     ) async throws -> (status: Int, head: String, body: String) {
         let port = try #require(harness.serverURL.split(separator: ":").last.flatMap { Int($0) })
         let connection = try RawSocketConnection(port: port, from: source)
-        var request = "GET \(path) HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer \(token)\r\n"
+        var request = "\(method) \(path) HTTP/1.1\r\nHost: localhost\r\n"
+        if let token { request += "Authorization: Bearer \(token)\r\n" }
+        if method != "GET" { request += "Content-Length: 0\r\n" }
         if let forwardedFor { request += "X-Forwarded-For: \(forwardedFor)\r\n" }
         #expect(connection.send(request + "Connection: close\r\n\r\n"))
         let answer = try #require(try await connection.readResponse(timeout: .seconds(10)))
@@ -101,6 +107,77 @@ struct AdminNetworkTests {
                 forwardedFor: "10.9.9.9"
             )
             #expect(allowed.status == 200)
+        }
+    }
+
+    /// Every route that answers by an admin role is an admin route, the contracts' among them: from outside the
+    /// networks it is refused before any token is read (so without one too), in the route's own shape.
+    @Test func everyAdminRouteRefusesOutsideTheNetworksBeforeReadingAToken() async throws {
+        var configuration = try Self.configuration()
+        configuration.compatibility = .all
+        let (_, policies) = try await RouteAccessMatrixTests.declared(configuration)
+        let adminRoutes = policies.filter { $0.value.isAdmin }.keys.sorted()
+        #expect(adminRoutes.contains(RegisteredRoute(method: "GET", path: "/users")), "ServiceStack's admin dump")
+        #expect(adminRoutes.count > 15, "\(adminRoutes)")
+        try await ServerHarness.run(configuration: configuration, web: true) { harness in
+            for route in adminRoutes {
+                let path = route.path.replacing("{id}", with: "0190a5e2-6b1c-7000-8000-000000000001")
+                    .replacing("{action}", with: "disable")
+                for token in [nil, "not-a-token"] {
+                    let answer = try await Self.get(
+                        path,
+                        harness,
+                        method: route.method,
+                        token: token,
+                        from: "127.0.0.2",
+                        forwardedFor: "192.0.2.7"
+                    )
+                    #expect(answer.status == 403, "\(route) from outside: \(answer.status) \(answer.body.prefix(200))")
+                    let named = ["admin_network_refused", "AdminNetworkRefused", "Not from this network"]
+                    #expect(named.contains { answer.body.contains($0) }, "\(route): \(answer.body.prefix(200))")
+                }
+            }
+        }
+    }
+
+    /// ServiceStack's admin dump (every account's email, name and Apple id) answers the contract's admin from the
+    /// operators' network, and refuses the same token from elsewhere in ServiceStack's shape.
+    @Test func theContractsAdminDumpAnswersOnlyTheOperatorsNetworks() async throws {
+        let store = InMemoryAccountStore()
+        let dataKey = SymmetricKey(size: .bits256)
+        let adminID = Mutex<(token: String, id: String)?>(nil)
+        var configuration = try Self.configuration()
+        configuration.compatibility = .all
+        try await ServerHarness.run(store: store, configuration: configuration, dataKey: dataKey) { harness in
+            let answer = try await harness.signIn("dump@example.com")
+            let id = try #require(answer.json.user.string("id"))
+            let token = try #require(answer.json.string("accessToken"))
+            adminID.withLock { $0 = (token, id.lowercased()) }
+        }
+        let (token, id) = try #require(adminID.withLock { $0 })
+        configuration.compatibility.adminUsers = [id]
+        try await ServerHarness.run(store: store, configuration: configuration, dataKey: dataKey) { harness in
+            let inside = try await Self.get(
+                "/users",
+                harness,
+                token: token,
+                from: "127.0.0.2",
+                forwardedFor: "10.1.2.3"
+            )
+            #expect(inside.status == 200, "\(inside.body.prefix(200))")
+            #expect(inside.body.contains("dump@example.com"))
+            for (source, forwardedFor) in [("127.0.0.2", "192.0.2.7"), ("127.0.0.3", "10.1.2.3"), ("127.0.0.1", nil)] {
+                let outside = try await Self.get(
+                    "/users",
+                    harness,
+                    token: token,
+                    from: source,
+                    forwardedFor: forwardedFor
+                )
+                #expect(outside.status == 403, "from \(source) for \(forwardedFor ?? "itself")")
+                #expect(outside.body.contains("AdminNetworkRefused"), "ServiceStack's shape: \(outside.body)")
+                #expect(!outside.body.contains("dump@example.com"))
+            }
         }
     }
 }

@@ -37,7 +37,7 @@ import Testing
         #expect(mapped == "192.0.2.7")
         #expect(limiter.admit(capKey: mapped))
         #expect(!limiter.admit(capKey: limiter.capKey(of: "192.0.2.7")))
-        #expect(RateLimitMiddleware.bucketKey("::ffff:192.0.2.7") == "192.0.2.7", "the rate limits count it alike")
+        #expect(RateLimiter.bucketKey("::ffff:192.0.2.7") == "192.0.2.7", "the rate limits count it alike")
         #expect(limiter.capKey(of: "2001:db8:ffff:1::1") == nil, "a trusted proxy has no per-address cap")
     }
 

@@ -1,11 +1,12 @@
 import AccountStore
-import AuthServer
 import Foundation
 import HTTPTypes
 import HummingbirdTesting
 import NIOCore
 import SiwaTesting
 import Testing
+
+@testable import AuthServer
 
 /// siwa facing the internet: connection caps and request deadlines, rate limits on every writing route keyed on the
 /// real client (also behind a proxy), and bounds on what one client can make the server keep.
@@ -58,6 +59,69 @@ struct EdgeLimitsTests {
                 }
             }
             #expect(servedLater, "places free up when connections close")
+        }
+    }
+
+    /// The metrics listener is guarded like the public port, with caps of its own: a flood of connections to it is
+    /// closed over its caps (8 per address, 32 in all) while the public port answers. Every connection asks at once and
+    /// is kept open after its answer (the idle timeout is far away), so what is counted is the caps alone.
+    @Test func theMetricsListenerHasCapsOfItsOwn() async throws {
+        var configuration = AuthServerConfiguration(authRateLimit: nil, storeRefreshInterval: .milliseconds(200))
+        configuration.idleTimeout = .seconds(600)
+        try await ServerHarness.run(configuration: configuration, keepsIdleTimeout: true, metrics: true) { harness in
+            let metricsPort = try await harness.metricsPort.port()
+            let publicPort = try Self.port(harness)
+            func ask(from address: String) async throws -> (RawSocketConnection, served: Bool) {
+                let connection = try RawSocketConnection(port: metricsPort, from: address)
+                guard connection.send(Self.healthz) else { return (connection, false) }
+                return (connection, try await connection.readResponse(timeout: .seconds(30))?.status == 200)
+            }
+            // Nine from one address: the ninth is closed at once.
+            var open: [RawSocketConnection] = []
+            var servedFromOne = 0
+            for _ in 0..<9 {
+                let (connection, served) = try await ask(from: "127.0.0.2")
+                open.append(connection)
+                if served { servedFromOne += 1 }
+            }
+            #expect(servedFromOne == 8, "the per-address cap of the metrics listener admits 8 (\(servedFromOne))")
+            // Forty more from five other addresses: 32 in all are served.
+            var served = 0
+            for address in 3..<8 {
+                for _ in 0..<8 {
+                    let (connection, answered) = try await ask(from: "127.0.0.\(address)")
+                    open.append(connection)
+                    if answered { served += 1 }
+                }
+            }
+            #expect(servedFromOne + served == 32, "the metrics listener's total cap (served \(servedFromOne + served))")
+            // Meanwhile the public port answers, its places untouched.
+            for _ in 0..<5 {
+                let probe = try RawSocketConnection(port: publicPort)
+                #expect(probe.send(Self.healthz))
+                #expect(try await probe.readResponse(timeout: .seconds(30))?.status == 200)
+                probe.close()
+            }
+            for connection in open { connection.close() }
+        }
+    }
+
+    /// The metrics listener closes a half-sent head at the public port's head deadline and an idle connection at its
+    /// idle timeout.
+    @Test func theMetricsListenerHasThePublicPortsDeadlines() async throws {
+        var configuration = AuthServerConfiguration(authRateLimit: nil, storeRefreshInterval: .milliseconds(200))
+        configuration.connections.requestHeadTimeout = .seconds(1)
+        configuration.idleTimeout = .seconds(2)
+        try await ServerHarness.run(configuration: configuration, keepsIdleTimeout: true, metrics: true) { harness in
+            let metricsPort = try await harness.metricsPort.port()
+            let half = try RawSocketConnection(port: metricsPort, from: "127.0.0.9")
+            #expect(half.send("GET /metr"))
+            #expect(try await half.readUntilClosed(timeout: .seconds(60)).closedByServer, "a half-sent head stays open")
+            let idle = try RawSocketConnection(port: metricsPort, from: "127.0.0.10")
+            #expect(
+                try await idle.readUntilClosed(timeout: .seconds(60)).closedByServer,
+                "an idle connection stays open"
+            )
         }
     }
 
@@ -145,6 +209,53 @@ struct EdgeLimitsTests {
             #expect(status2 == .tooManyRequests)
             let status3 = try await Self.post(harness, "/auth/apple/nonce")
             #expect(status3 == .tooManyRequests)
+        }
+    }
+
+    /// Every route spends what its declaration says, whatever its method: each route that verifies a credential, signs
+    /// in, rotates a refresh token or writes answers 429 past its client's burst (GETs among them: the Vapor
+    /// tutorial's sign-in page renews from the refresh cookie, ServiceStack's `Authenticate` may sign out), and a
+    /// route that only reads never does.
+    @Test func everyRouteSpendsWhatItDeclaresWhateverItsMethod() async throws {
+        var configuration = RouteAccessMatrixTests.configuration()
+        configuration.authRateLimit = .init(requestsPerSecond: 0.001, burst: 3)
+        configuration.notificationRateLimit = .init(requestsPerSecond: 0.001, burst: 3)
+        configuration.trustedProxies = try TrustedProxies(["127.0.0.1"])
+        let (_, policies) = try await RouteAccessMatrixTests.declared(configuration)
+        for (method, path) in [("GET", "/web/auth/siwa/sign-in"), ("GET", "/api/Authenticate"), ("GET", "/auth")] {
+            let access = try #require(policies[RegisteredRoute(method: method, path: path)], "\(method) \(path)")
+            #expect(access.declaredBudget == .client, "\(method) \(path) signs in, renews or signs out")
+        }
+        try await ServerHarness.run(configuration: configuration, web: true) { harness in
+            var failures: [String] = []
+            for (index, route) in policies.keys.sorted().enumerated() {
+                let budget = try #require(policies[route]?.declaredBudget)
+                // A client of its own per route, so that each route's count starts at its burst.
+                let client = "198.18.\(index / 200).\(index % 200 + 1)"
+                let path = route.path.replacing("{id}", with: "0190a5e2-6b1c-7000-8000-000000000001")
+                    .replacing("{action}", with: "disable").replacing("{name}", with: "budget")
+                var statuses: [UInt] = []
+                for _ in 0..<4 {
+                    var headers: HTTPFields = [HTTPField.Name("X-Forwarded-For")!: client]
+                    var body: ByteBuffer?
+                    if route.method != "GET" {
+                        headers[.contentType] = "application/json"
+                        body = ByteBuffer(string: "{}")
+                    }
+                    let answer = try await harness.server.execute(
+                        uri: path,
+                        method: HTTPRequest.Method(route.method) ?? .get,
+                        headers: headers,
+                        body: body
+                    )
+                    statuses.append(UInt(answer.status.code))
+                }
+                let limited = statuses.last == 429
+                if limited != (budget != .none) || statuses.dropLast().contains(429) {
+                    failures.append("\(route) spends \(budget.rawValue), answered \(statuses)")
+                }
+            }
+            #expect(failures.isEmpty, "\(failures.joined(separator: "\n"))")
         }
     }
 

@@ -15,6 +15,12 @@ struct LogRedactionTests {
     /// Every line a logger wrote, as `SIWA_LOG_FORMAT=json` writes it.
     final class Capture: Sendable {
         let lines = Mutex<[String]>([])
+        /// The lines' format: `SIWA_LOG_FORMAT=json`'s (the default here) or `text`'s, with a fixed time.
+        let format: LogFormat
+
+        init(format: LogFormat = .json) {
+            self.format = format
+        }
 
         var logger: Logger { logger(level: .trace) }
 
@@ -37,14 +43,29 @@ struct LogRedactionTests {
             }
 
             func log(event: LogEvent) {
-                let line = JSONLogHandler.line(
-                    event,
-                    label: label,
-                    metadata: metadata,
-                    provider: metadataProvider,
-                    now: (0, 0)
-                )
-                capture.lines.withLock { $0.append(String(decoding: line, as: UTF8.self)) }
+                let line =
+                    switch capture.format {
+                    case .json:
+                        String(
+                            decoding: JSONLogHandler.line(
+                                event,
+                                label: label,
+                                metadata: metadata,
+                                provider: metadataProvider,
+                                now: (0, 0)
+                            ),
+                            as: UTF8.self
+                        )
+                    case .text:
+                        TextLogHandler.line(
+                            event,
+                            label: label,
+                            metadata: metadata,
+                            provider: metadataProvider,
+                            time: "2026-12-01T00:00:00+0000"
+                        )
+                    }
+                capture.lines.withLock { $0.append(line) }
             }
         }
     }

@@ -132,8 +132,39 @@ struct OpenIDConsentTests {
             )
             #expect(next.status == .ok && next.location == nil, "declining is not remembered: asked again")
 
-            let undecided = try await harness.decide("maybe", on: page, browser: browser)
+            let undecided = try await harness.decide("maybe", on: next, browser: browser)
             #expect(undecided.status == .badRequest && undecided.location == nil)
+        }
+    }
+
+    /// A consent form is worth one decision about exactly what its page showed: re-posted with a wider scope, another
+    /// redirect URI or another PKCE challenge it is refused, and the same form posted twice gives one code.
+    @Test func aConsentFormIsAcceptedOnceForExactlyWhatItShowed() async throws {
+        try await run { harness in
+            let (page, browser) = try await consentPage(harness, scope: "openid")
+            let user = try #require(try await harness.store.users(email: "consent@example.com").first)
+            for (replaced, what) in [
+                (["scope": "openid email profile"], "a wider scope"),
+                (["redirect_uri": "com.example.rp:/other"], "another redirect URI"),
+                (["code_challenge": PKCE().challenge], "another PKCE challenge"),
+                (["consent_nonce": "AAAAAAAAAAAAAAAAAAAAAA"], "another page's nonce"),
+            ] {
+                let answer = try await harness.decide("allow", on: page, browser: browser, replacing: replaced)
+                #expect(answer.status == .forbidden || answer.status == .badRequest, "\(what): \(answer.status)")
+                #expect(answer.location == nil, "\(what)")
+                #expect(
+                    try await harness.store.clientConsent(userID: user.id, clientID: RelyingParty.publicApp.id) == nil,
+                    "\(what)"
+                )
+            }
+            let allowed = try await harness.decide("allow", on: page, browser: browser)
+            #expect(allowed.status == .seeOther)
+            #expect(ServerHarness.query(of: try #require(allowed.location))["code"] != nil)
+            let again = try await harness.decide("allow", on: page, browser: browser)
+            #expect(again.status == .forbidden, "the same form twice: \(again.status)")
+            #expect(again.location == nil, "no second code")
+            let consent = try await harness.store.clientConsent(userID: user.id, clientID: RelyingParty.publicApp.id)
+            #expect(consent?.scope == "openid", "only what the page showed is remembered")
         }
     }
 

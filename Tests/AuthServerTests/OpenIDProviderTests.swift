@@ -598,6 +598,30 @@ struct OpenIDProviderTests {
         }
     }
 
+    /// A rotated refresh token presented to the revocation endpoint is reuse, as at the token endpoint: its family
+    /// ends, the newest token of it too, and the answer is 200 as RFC 7009 asks.
+    @Test func revokingARotatedRefreshTokenEndsItsFamily() async throws {
+        try await run { harness in
+            let (query, _, _) = try await harness.openIDSignIn(ServerHarness.authorizePath(.a))
+            let tokens = try await harness.redeem(try #require(query["code"]), .a)
+            let first = try #require(tokens.json["refresh_token"] as? String)
+            let rotated = try await harness.refresh(first, .a)
+            let latest = try #require(rotated.json["refresh_token"] as? String)
+            let access = try #require(rotated.json["access_token"] as? String)
+            let revoked = try await harness.tokenRequest(
+                [("token", first), ("token_type_hint", "refresh_token")],
+                basic: (RelyingParty.a.id, try #require(RelyingParty.a.secret)),
+                path: "/oauth/revoke"
+            )
+            #expect(revoked.status == .ok)
+            #expect(
+                try await harness.refresh(latest, .a).json["error"] as? String == "invalid_grant",
+                "the family ended"
+            )
+            #expect(try await harness.call(.get, "/oauth/userinfo", bearer: access).status == .unauthorized)
+        }
+    }
+
     /// A JWT's header, unverified.
     static func header(of jwt: String) throws -> [String: Any] {
         let first = try #require(jwt.split(separator: ".").first)

@@ -95,7 +95,7 @@ struct RouteAccessMatrixTests {
         guard access.presentations.contains(way.presentation) else { return .ignored }
         let accepted: Set<Kind> =
             switch access.credential {
-            case .session, .sessionOrContractToken: [.session, .admin]
+            case .session, .sessionOrContractToken, .contractAdmin: [.session, .admin]
             case .admin: [.admin]
             case .adminOrReadToken: [.admin, .readServiceToken, .writeServiceToken]
             case .adminOrWriteToken: [.admin, .writeServiceToken]
@@ -190,7 +190,11 @@ struct RouteAccessMatrixTests {
                 }
                 // An optional credential's refusal is the handler's, in its route's own shape.
                 let refusal = !access.readsAccessToken ? "–" : access.required ? access.refusal.name : "the handler's"
-                rows.append("| `\(route)` | \(access) | \(refusal) | \(cells.joined(separator: " | ")) |")
+                let spends = access.declaredBudget?.rawValue ?? "?"
+                let admin = access.isAdmin ? " (admin networks)" : ""
+                rows.append(
+                    "| `\(route)` | \(access)\(admin) | \(spends) | \(refusal) | \(cells.joined(separator: " | ")) |"
+                )
             }
             #expect(
                 failures.isEmpty,
@@ -292,6 +296,13 @@ struct RouteAccessMatrixTests {
             `GET /healthz` to anyone who reaches that port, and nothing else; the public port does not serve \
             `/metrics`.
 
+            An admin route (every route that answers by an admin role, the contracts' among them) refuses a client \
+            outside `SIWA_ADMIN_ALLOWED_NETWORKS` before it reads any token, in its own shape. "spends" is what a \
+            call takes from its client's budget (`SIWA_RATE_LIMIT`) before anything of the request is read: \
+            `client` for every route that verifies a credential, signs in, rotates a refresh token or writes, \
+            whatever its method; `client + flow` where a web flow starts; `notifications` for Apple's \
+            notifications, which have a budget of their own; `nothing` for reads.
+
             Each cell gives one answer per way of presenting the credential, in this order: \
             \(Way.allCases.map(\.rawValue).joined(separator: ", ")) (the last only on a POST).
 
@@ -300,8 +311,8 @@ struct RouteAccessMatrixTests {
             - `–` not taken as a caller: answered as a request carrying `not-a-token` instead;
             - `·` not read at all on this route: answered as a request carrying `not-a-token` instead.
 
-            | route | accepts | refusal | \(kinds.joined(separator: " | ")) |
-            |---|---|---|\(kinds.map { _ in "---" }.joined(separator: "|"))|
+            | route | accepts | spends | refusal | \(kinds.joined(separator: " | ")) |
+            |---|---|---|---|\(kinds.map { _ in "---" }.joined(separator: "|"))|
             \(rows.joined(separator: "\n"))
 
             """

@@ -69,6 +69,38 @@ struct ServeEnforcesDoctorTests {
         #expect(!FileManager.default.fileExists(atPath: folder.path + "/data.key"))
     }
 
+    /// A port another process holds stops serve before anything is written, naming the listener and its settings:
+    /// the metrics port of a second siwa on one host, or the public port.
+    @Test(arguments: ["SIWA_METRICS_PORT", "SIWA_PORT"])
+    func aTakenPortStopsServeNamingItsSetting(variable: String) async throws {
+        let port = try freeLoopbackPort()
+        let holder = try RawSocketListener(port: port)
+        defer { holder.close() }
+        let refusal = try await serveRefusal([], base.merging([variable: "\(port)"]) { $1 })
+        #expect(refusal.status == 2, "\(refusal.stderr)")
+        let listener = variable == "SIWA_PORT" ? "the public port" : "the metrics listener"
+        #expect(refusal.stderr.contains(variable), "\(refusal.stderr)")
+        #expect(refusal.stderr.contains("\(listener) cannot listen on 127.0.0.1:\(port)"), "\(refusal.stderr)")
+        #expect(refusal.stderr.contains("in use by another process"), "\(refusal.stderr)")
+        expectNothingCreated()
+    }
+
+    /// Secure cookies on an http public URL break every web sign-in (browsers drop them, the flow cookie too): a
+    /// problem, so serve refuses before anything is written.
+    @Test func secureCookiesOnAnHTTPPublicURLStopServe() async throws {
+        let settings = base.merging([
+            "SIWA_SECURE_COOKIES": "true", "SIWA_PUBLIC_URL": "http://auth.example.com",
+        ]) { $1 }
+        let refusal = try await serveRefusal([], settings)
+        #expect(refusal.status == 2, "\(refusal.stderr)")
+        #expect(refusal.stderr.contains("error: SIWA_SECURE_COOKIES: cookies are marked Secure"), "\(refusal.stderr)")
+        expectNothingCreated()
+        let (status, findings, _) = try await doctor([], settings)
+        #expect(status != 0)
+        let finding = try #require(findings.first { $0["setting"] as? String == "SIWA_SECURE_COOKIES" })
+        #expect(finding["refuses"] as? Bool == true, "a problem (✗), not a warning: \(finding)")
+    }
+
     @Test func aMisspeltKeyResemblesTheSettingItMeant() {
         #expect(SettingsCatalog.closest(to: "trustedProxy") == "trustedProxies")
         #expect(SettingsCatalog.closest(to: "SIWA_TRUSTED_PROXY") == "SIWA_TRUSTED_PROXIES")

@@ -18,10 +18,14 @@ import FoundationNetworking
 /// to a receiver of the test's own, with the emulator playing Apple in this process, recording what siwa sends it.
 @Suite("Tracing")
 struct TracingTests {
+    /// Behind a trusted proxy (here the test itself, on 127.0.0.1), the caller's trace context is the request's parent.
     @Test func aNativeSignInIsOneTraceUnderTheCallersSpan() async throws {
         let callerTrace = Self.randomHex(bytes: 16)
         let callerSpan = Self.randomHex(bytes: 8)
-        let run = try await signInWithTracing(traceparent: "00-\(callerTrace)-\(callerSpan)-01")
+        let run = try await signInWithTracing(
+            traceparent: "00-\(callerTrace)-\(callerSpan)-01",
+            settings: ["SIWA_TRUSTED_PROXIES": "127.0.0.1"]
+        )
         let trace = run.spans.filter { $0.traceID == callerTrace }
 
         // The request's span is the caller's span's child, named by its route, with the http attributes.
@@ -71,6 +75,25 @@ struct TracingTests {
                 #expect(!text.contains("eyJ"), "span \(span.name) carries a JWT: \(text)")
             }
         }
+    }
+
+    /// From a client that is no trusted proxy, a `traceparent` is not read: it neither chooses the trace id of siwa's
+    /// spans nor forces its request to be traced past the sampling ratio.
+    @Test func aClientsTraceContextIsNotTakenFromAnUntrustedPeer() async throws {
+        let callerTrace = Self.randomHex(bytes: 16)
+        let traceparent = "00-\(callerTrace)-\(Self.randomHex(bytes: 8))-01"
+        let traced = try await signInWithTracing(traceparent: traceparent)
+        let request = try #require(traced.spans.first { $0.name == "POST /auth/apple/native" })
+        #expect(request.parentSpanID.isEmpty, "siwa's own trace")
+        #expect(!traced.spans.contains { $0.traceID == callerTrace }, "no span in the client's chosen trace")
+        let unsampled = try await signInWithTracing(
+            traceparent: traceparent,
+            settings: ["SIWA_TRACING_SAMPLE_RATIO": "0"]
+        )
+        #expect(
+            !unsampled.spans.contains { $0.name == "POST /auth/apple/native" },
+            "a sampled traceparent forced the request to be traced: \(unsampled.spans.map(\.name))"
+        )
     }
 
     @Test func withoutACallerTheRequestStartsTheTrace() async throws {
@@ -155,6 +178,7 @@ struct TracingTests {
     /// spans as it stops, so that the test waits for no timer.
     private func signInWithTracing(
         traceparent: String?,
+        settings extra: [String: String] = [:],
         thenGetting paths: [String] = []
     ) async throws -> TracedSignIn {
         let teamKey = P256.Signing.PrivateKey()
@@ -192,7 +216,7 @@ struct TracingTests {
                             "SIWA_DATA_KEY": Self.dataKey,
                             "SIWA_TRACING_ENDPOINT": "http://127.0.0.1:\(receiverPort)",
                             "SIWA_TRACING_SERVICE_NAME": "siwa-tracing-test",
-                        ]
+                        ].merging(extra) { $1 }
                     )
                     defer { server.terminate() }
                     try #require(

@@ -320,7 +320,7 @@ enum AppleHTTP {
         case let other?:
             return AppleSignInError(
                 .unexpectedResponse,
-                "Apple answered \(status.code) with error '\(other.prefix(64))' to \(path)",
+                "Apple answered \(status.code) with error \(LoggedText.quoted(other, limit: 64)) to \(path)",
                 appleDescription: description
             )
         case nil:

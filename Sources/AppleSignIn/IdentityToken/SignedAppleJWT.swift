@@ -143,7 +143,7 @@ struct SignedAppleJWT {
         guard algorithm == "RS256" else {
             throw AppleSignInError(
                 .algorithmNotAllowed,
-                "algorithm '\(algorithm.prefix(16))' is not allowed; only RS256"
+                "algorithm \(LoggedText.quoted(algorithm, limit: 16)) is not allowed; only RS256"
             )
         }
         guard parts.header["crit"] == nil else { throw .malformed("header has unsupported critical extensions") }
@@ -202,7 +202,7 @@ struct SignedAppleJWT {
         else {
             throw AppleSignInError(
                 .issuerMismatch,
-                "issuer '\(issuer.prefix(100))' is not \(AppleSignInConfiguration.appleIssuer)"
+                "issuer \(LoggedText.quoted(issuer, limit: 100)) is not \(AppleSignInConfiguration.appleIssuer)"
             )
         }
         return issuer

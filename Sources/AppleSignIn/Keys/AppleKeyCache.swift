@@ -134,7 +134,12 @@ public final class AppleKeyCache: Sendable {
                         )
                     )
                 }
-                return .fail(AppleSignInError(.unknownKey, "no key with kid '\(kid.prefix(64))' in Apple's key set"))
+                return .fail(
+                    AppleSignInError(
+                        .unknownKey,
+                        "no key with kid \(LoggedText.quoted(kid, limit: 64)) in Apple's key set"
+                    )
+                )
             }
             state.fetching = true
             return .fetch

@@ -221,7 +221,10 @@ struct AdminAPIController: Sendable {
             for name in types.split(separator: ",") {
                 guard let type = AuditEventType(rawValue: String(name)) else {
                     let known = AuditEventType.allCases.map(\.rawValue).joined(separator: ", ")
-                    throw Self.invalid("type", "names an unknown event type '\(name)' (known: \(known))")
+                    throw Self.invalid(
+                        "type",
+                        "names an unknown event type \(LoggedText.quoted(name, limit: 64)) (known: \(known))"
+                    )
                 }
                 chosen.insert(type)
             }
@@ -245,8 +248,26 @@ struct AdminAPIController: Sendable {
 
     // MARK: Acting
 
+    /// `POST /users/{id}/sessions/end`'s body: one session by its id, or (an empty body or `{}`) every session.
     struct EndSessionsRequest: Decodable {
         var sessionId: String?
+        static let members: Set<String> = ["sessionId"]
+    }
+
+    /// The body of a route that takes none: empty, or `{}`.
+    struct NoBody: Decodable {}
+
+    /// The route's JSON body, `nil` when empty. Strict: a member the route does not know is 400 `unknown_field` naming
+    /// it, so that a misspelt `sessionID` cannot widen "end this session" to "end every session".
+    private func body<Body: Decodable>(
+        _ request: Request,
+        _ type: Body.Type,
+        members: Set<String>
+    ) async throws -> Body? {
+        var request = request
+        let bytes = try await request.collectBody(limit: configuration.maximumBodySize)
+        guard bytes.readableBytes > 0 else { return nil }
+        return try request.decodeJSON(Body.self, from: bytes, members: members)
     }
 
     struct Ended: ResponseCodable {
@@ -256,10 +277,7 @@ struct AdminAPIController: Sendable {
     @Sendable func endSessions(_ request: Request, context: SiwaRequestContext) async throws -> Ended {
         let caller = try await access.caller(context)
         let user = try await existingUser(context)
-        var request = request
-        let body = try await request.collectBody(limit: configuration.maximumBodySize)
-        let wanted =
-            body.readableBytes == 0 ? nil : try request.decodeJSON(EndSessionsRequest.self, from: body).sessionId
+        let wanted = try await body(request, EndSessionsRequest.self, members: EndSessionsRequest.members)?.sessionId
         let sessionID = try wanted.map { text in
             guard let id = SessionID(text) else { throw Self.invalid("sessionId", "is not a session id") }
             return id
@@ -270,11 +288,13 @@ struct AdminAPIController: Sendable {
 
     @Sendable func disable(_ request: Request, context: SiwaRequestContext) async throws -> UserSummary {
         let caller = try await access.caller(context)
+        _ = try await body(request, NoBody.self, members: [])
         return UserSummary(try await actions.disable(try await existingUser(context), by: caller))
     }
 
     @Sendable func enable(_ request: Request, context: SiwaRequestContext) async throws -> UserSummary {
         let caller = try await access.caller(context)
+        _ = try await body(request, NoBody.self, members: [])
         return UserSummary(try await actions.enable(try await existingUser(context), by: caller))
     }
 
@@ -287,6 +307,7 @@ struct AdminAPIController: Sendable {
 
     @Sendable func delete(_ request: Request, context: SiwaRequestContext) async throws -> Deleted {
         let caller = try await access.caller(context)
+        _ = try await body(request, NoBody.self, members: [])
         let user = try await existingUser(context)
         let deletion = try await actions.delete(user, by: caller)
         return Deleted(

@@ -271,18 +271,25 @@ struct AdminConsoleController: Sendable {
             request.uri.queryParameters["done"].map {
                 "<p class=\"notice\">Done: \(HTMLPage.escape(String($0))).</p>"
             } ?? ""
+        // Another admin's account: only the configuration's admins may act on it, and the page says so, offering no
+        // button the server would refuse.
+        let targetRole = try await access.role(of: user)
+        let protected = user.id != admin.user.id && targetRole != nil
+        let mayAct = !protected || access.isConfigured(admin.subject)
         let sessionRows = sessions.map { session in
             let end =
-                session.isActive(at: now)
-                ? form(
-                    "end-session",
-                    "End",
-                    "secondary",
-                    hidden: [("session", session.id.description)],
-                    confirm: "sure",
-                    layout: "inline"
-                )
-                : "ended \(session.revokedAt.map(Self.time) ?? "")"
+                !session.isActive(at: now)
+                ? "ended \(session.revokedAt.map(Self.time) ?? "")"
+                : !mayAct
+                    ? "active"
+                    : form(
+                        "end-session",
+                        "End",
+                        "secondary",
+                        hidden: [("session", session.id.description)],
+                        confirm: "sure",
+                        layout: "inline"
+                    )
             return """
                 <tr><td>\(Self.time(session.createdAt))</td><td>\(session.lastUsedAt.map(Self.time) ?? "–")</td>\
                 <td>\(HTMLPage.escape(session.metadata.channel?.rawValue ?? "–"))</td>\
@@ -297,10 +304,6 @@ struct AdminConsoleController: Sendable {
                 "held for \(HTMLPage.escape($0.clientID.rawValue)) since \(Self.time($0.storedAt)); Apple last confirmed it "
                     + ($0.lastValidatedAt.map(Self.time) ?? "never")
             } ?? "none held"
-        // Another admin's account: only the configuration's admins may act on it, and the page says so.
-        let targetRole = try await access.role(of: user)
-        let protected = user.id != admin.user.id && targetRole != nil
-        let mayAct = !protected || access.isConfigured(admin.subject)
         let statusAction =
             user.status == .disabled
             ? form("enable", "Enable", "secondary", confirm: "Let this account sign in again")

@@ -71,7 +71,7 @@ struct CompatRequestBody: Sendable {
     private static func duplicate(_ name: String) -> AuthServerError {
         AuthServerError.badRequest(
             AuthServerError.Code.duplicateField,
-            "field '\(String(name.prefix(64)))' is sent more than once (names match case-insensitively)"
+            "field \(LoggedText.quoted(name, limit: 64)) is sent more than once (names match case-insensitively)"
         )
     }
 

@@ -89,12 +89,15 @@ struct ServiceStackController: Sendable {
         let authenticate = Self.authenticateAccess
         let session = RouteAccess.session(refusal: .serviceStack)
         auth.post("/apple", access: authenticate, use: self.authenticate)
-        auth.get("/apple", access: .open, use: startWebFlow)
+        auth.get("/apple", access: RouteAccess.open.spending(.flowStart), use: startWebFlow)
         auth.post("", access: authenticate, use: self.authenticate)
-        auth.get("", access: authenticate, use: self.authenticate)
-        auth.get("/logout", access: authenticate, use: logout)
+        // By GET, ServiceStack's clients ask for the current session (`client.Get(new Authenticate())`) or sign out
+        // (`provider=logout`); they sign in by POST only. A GET's body is never read, and the route spends, since it
+        // may sign out.
+        auth.get("", access: authenticate.spending(.client), use: self.authenticate)
+        auth.get("/logout", access: authenticate.spending(.client), use: logout)
         routes.post("/api/Authenticate", access: authenticate, use: self.authenticate)
-        routes.get("/api/Authenticate", access: authenticate, use: self.authenticate)
+        routes.get("/api/Authenticate", access: authenticate.spending(.client), use: self.authenticate)
         routes.post("/json/reply/Authenticate", access: authenticate, use: self.authenticate)
         for path in ["/api/GetAccessToken", "/access-token", "/json/reply/GetAccessToken"] {
             routes.post(path, access: .checkedByHandler(.refreshToken, refusal: .serviceStack), use: getAccessToken)
@@ -103,20 +106,27 @@ struct ServiceStackController: Sendable {
         routes.get("/hello/secure", access: session, use: helloSecure)
         routes.get("/api/HelloSecure", access: session, use: helloSecure)
         routes.post("/api/HelloSecure", access: session, use: helloSecure)
-        // A session; the samples' `Admin` role is the handler's check.
-        routes.get("/users", access: session, use: usersDump)
+        // An admin route: behind the admin networks; the samples' `Admin` role is the handler's check.
+        var contractAdmin = session
+        contractAdmin.credential = .contractAdmin
+        routes.get("/users", access: contractAdmin, use: usersDump)
     }
 
     // MARK: Routes
 
-    /// `Authenticate`: with `provider` "apple" a sign-in with the identity token; with no provider the current
-    /// session (bearer or `ss-tok` cookie), else 401.
+    /// `Authenticate`: with `provider` "apple" a sign-in with the identity token (by POST only); with no provider the
+    /// current session (bearer or `ss-tok` cookie), else 401; with `logout`, a sign-out.
     @Sendable func authenticate(_ request: Request, context: SiwaRequestContext) async throws -> Response {
         let bytes: [UInt8]
-        do {
-            bytes = try await CompatRequestBody.collect(request, limit: configuration.maximumBodySize)
-        } catch let error as AuthServerError {
-            return ServiceStackError(error).response
+        if request.method == .get || request.method == .head {
+            // A GET carries its fields in the query; an identity token in a GET's body is never read.
+            bytes = []
+        } else {
+            do {
+                bytes = try await CompatRequestBody.collect(request, limit: configuration.maximumBodySize)
+            } catch let error as AuthServerError {
+                return ServiceStackError(error).response
+            }
         }
         // Apple's `form_post` to the provider URL ends a web sign-in started by `GET /auth/apple`.
         if request.uri.path.hasSuffix("/auth/apple"), CompatRequestBody.isForm(request.headers[.contentType]) {
@@ -145,7 +155,15 @@ struct ServiceStackController: Sendable {
                 throw ServiceStackError.validation(
                     "NotSupported",
                     field: "Provider",
-                    "provider '\(provider)' is not supported; use 'apple'"
+                    "provider \(LoggedText.quoted(provider, limit: 32)) is not supported; use 'apple'"
+                )
+            }
+            guard request.method == .post else {
+                // No identity token in a URL, where logs and browser histories keep it.
+                throw ServiceStackError(
+                    .methodNotAllowed,
+                    "MethodNotAllowed",
+                    "sign in with POST, the token in the body"
                 )
             }
             return try await signIn(request, body: body, context: context)

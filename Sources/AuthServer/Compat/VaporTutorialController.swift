@@ -84,7 +84,7 @@ struct VaporTutorialController: Sendable {
             use: me
         )
         routes.get(Self.signInPath, access: WebController.loginPageAccess, use: signInPage)
-        routes.get("/web/auth/siwa/authorize", access: .open, use: authorize)
+        routes.get("/web/auth/siwa/authorize", access: RouteAccess.open.spending(.flowStart), use: authorize)
         routes.post("/web/auth/siwa/callback", access: .checkedByHandler(.appleCallback), use: callback)
     }
 

@@ -12,6 +12,11 @@ public struct MetricsListener: Sendable {
     public var port: Int
     /// Called once the port is bound, with the listening channel.
     public var onServerRunning: @Sendable (any Channel) async -> Void
+    /// Connections open at once, apart from the public port's: a scraper or two, and a person with curl. A flood of
+    /// idle connections to this port must not take the descriptors the public port needs (default 32).
+    public var maximumConnections = 32
+    /// Connections open at once from one address (default 8): every peer has this cap here, trusted proxies too.
+    public var maximumConnectionsPerAddress = 8
 
     /// - Parameters:
     ///   - host: the address to listen on.

@@ -1,4 +1,4 @@
-/// The key one client's limits count under, for the rate limits (``RateLimitMiddleware``) and the per-address
+/// The key one client's limits count under, for the rate limits (``RateLimiter``) and the per-address
 /// connection cap (``ConnectionLimiter``) alike: an IPv4 address (an IPv4-mapped IPv6 address is its IPv4 address), or
 /// the /64 of an IPv6 address, the block a subscriber usually holds whole, so that walking through it buys neither a
 /// new budget nor new connections. A hop that is no address (a proxy's `unknown`, an obfuscated name) is its own key.

@@ -1,4 +1,4 @@
-/// A set of token buckets, one per client (``ClientKey``), that ``RateLimitMiddleware`` spends from: in memory for
+/// A set of token buckets, one per client (``ClientKey``), that ``RateLimiter`` spends from: in memory for
 /// one process (``InMemoryRateLimitBuckets``), or counted with every instance that shares the store
 /// (``SharedRateLimitBuckets``).
 protocol RateLimitBuckets: Sendable {

@@ -3,8 +3,10 @@ import Hummingbird
 import Tracing
 
 /// With tracing on, a server span per request, whose children are the spans the request causes: the identity
-/// token's verification, each store call, Apple's token endpoint and key set. A caller's W3C trace context
-/// (`traceparent`, `tracestate`) becomes its parent, so siwa's part shows inside the caller's trace.
+/// token's verification, each store call, Apple's token endpoint and key set. A trusted proxy's W3C trace context
+/// (`traceparent`, `tracestate`) becomes its parent, so siwa's part shows inside the caller's trace; anyone else's is
+/// not read, as their `X-Request-Id` is not: a client must not choose the trace id of siwa's spans, nor force its
+/// requests to be traced past the sampling ratio. Such a request starts a trace of siwa's own.
 ///
 /// The span is named `<method> <route pattern>` (`POST /auth/apple/native`) and carries the method, the route
 /// pattern, the status and the request id (which leads to the access line): never the path or the query, which carry
@@ -14,6 +16,8 @@ import Tracing
 struct RequestTracingMiddleware: RouterMiddleware {
     typealias Context = SiwaRequestContext
     let tracer: any Tracer
+    /// The peers whose trace context is taken.
+    let trustedProxies: TrustedProxies
     /// The health probes' paths.
     static let untraced: Set<String> = ["/healthz", "/readyz"]
 
@@ -25,7 +29,9 @@ struct RequestTracingMiddleware: RouterMiddleware {
         // A load balancer's probes, every few seconds, would bury the traces that matter.
         if Self.untraced.contains(request.uri.path) { return try await next(request, context) }
         var parent = InstrumentationContext.current ?? .topLevel
-        tracer.extract(request.headers, into: &parent, using: HTTPFieldsExtractor())
+        if let peer = context.remoteAddress?.ipAddress, trustedProxies.contains(peer) {
+            tracer.extract(request.headers, into: &parent, using: HTTPFieldsExtractor())
+        }
         let span = tracer.startSpan(request.method.rawValue, context: parent, ofKind: .server)
         span.updateAttributes { attributes in
             attributes["http.request.method"] = request.method.rawValue

@@ -59,7 +59,7 @@ extension OpenIDController {
             guard !checked.prompt.contains("none") else {
                 return redirect.error(.init("consent_required", "the user has not allowed this application yet"))
             }
-            var page = consentPage(
+            var page = try await consentPage(
                 parameters,
                 client: client,
                 redirectURI: redirect.redirectURI,
@@ -257,7 +257,10 @@ extension OpenIDController {
                 // `consent` shows a public client's consent page again; confidential clients are first-party and
                 // have none. One Apple ID per browser session: `select_account` is granted as asked.
             } else {
-                throw Refusal("invalid_request", "prompt value '\(unknown.prefix(32))' is not supported")
+                throw Refusal(
+                    "invalid_request",
+                    "prompt value \(LoggedText.quoted(unknown, limit: 32)) is not supported"
+                )
             }
         }
         return CheckedAuthorization(

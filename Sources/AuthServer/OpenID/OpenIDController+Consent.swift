@@ -1,5 +1,6 @@
 import AccountStore
 import AppleSignIn
+import Crypto
 import HTTPTypes
 import Hummingbird
 import Logging
@@ -26,9 +27,28 @@ extension OpenIDController {
         return scope.isSubset(of: Self.scopeSet(consent.scope))
     }
 
+    /// What a consent form's token is bound to besides the browser's session: the client, the redirect URI, the
+    /// scope and the PKCE challenge the page showed, and the page's own nonce, so that a token is worth one decision
+    /// about exactly what the user saw. (Newlines cannot occur in any of these: each is checked before.)
+    static func consentSubject(
+        client: OpenIDClient,
+        redirectURI: String,
+        checked: CheckedAuthorization,
+        pageNonce: String
+    ) -> String {
+        [client.id, redirectURI, scopeString(checked.scope), checked.codeChallenge ?? "", pageNonce]
+            .joined(separator: "\n")
+    }
+
+    /// The store's key of a consent page's nonce: apart from the native sign-in's server nonces by its prefix.
+    static func consentNonceHash(_ pageNonce: String) -> [UInt8] {
+        Array(SHA256.hash(data: Array(("siwa consent page\n" + pageNonce).utf8)))
+    }
+
     /// The consent page of a public client: what it will receive and where the browser goes next, with a form that
-    /// posts the authorization request back with the user's decision and a token bound to this browser's session and
-    /// to the client.
+    /// posts the authorization request back with the user's decision, a nonce of the page's own (kept in the store,
+    /// so that the form is accepted once, by any instance) and a token bound to this browser's session and to what
+    /// the page showed (``consentSubject(client:redirectURI:checked:pageNonce:)``).
     func consentPage(
         _ parameters: [String: String],
         client: OpenIDClient,
@@ -36,9 +56,19 @@ extension OpenIDController {
         checked: CheckedAuthorization,
         user: UserRecord,
         session: SessionID
-    ) -> Response {
-        let token = consentTokens.token(for: session, about: client.id)
-        let fields = parameters.filter { $0.key != "prompt" }.sorted { $0.key < $1.key } + [("consent_token", token)]
+    ) async throws -> Response {
+        let pageNonce = Base64URL.encode((0..<16).map { _ in UInt8.random(in: 0...255) })
+        try await store.saveServerNonce(
+            hash: Self.consentNonceHash(pageNonce),
+            expiresAt: clock.now.addingTimeInterval(configuration.web.stateLifetime)
+        )
+        let token = consentTokens.token(
+            for: session,
+            about: Self.consentSubject(client: client, redirectURI: redirectURI, checked: checked, pageNonce: pageNonce)
+        )
+        let fields =
+            parameters.filter { $0.key != "prompt" }.sorted { $0.key < $1.key }
+            + [("consent_nonce", pageNonce), ("consent_token", token)]
         let hidden = fields.map { name, value in
             #"<input type="hidden" name="\#(HTMLPage.escape(name))" value="\#(HTMLPage.escape(value))">"#
         }
@@ -117,6 +147,7 @@ extension OpenIDController {
         }
         let decision = fields.removeValue(forKey: "decision")
         let token = fields.removeValue(forKey: "consent_token")
+        let pageNonce = fields.removeValue(forKey: "consent_nonce")
         fields["prompt"] = nil
         let client: OpenIDClient
         let redirect: AuthorizationRedirect
@@ -164,6 +195,7 @@ extension OpenIDController {
         var answer = try await decide(
             decision,
             token: token,
+            pageNonce: pageNonce,
             client: client,
             redirect: redirect,
             checked: checked,
@@ -178,19 +210,35 @@ extension OpenIDController {
     private func decide(
         _ decision: String?,
         token: String?,
+        pageNonce: String?,
         client: OpenIDClient,
         redirect: AuthorizationRedirect,
         checked: CheckedAuthorization,
         claims: AccessTokenClaims,
         context: SiwaRequestContext
     ) async throws -> Response {
-        guard consentTokens.accepts(token, for: claims.sessionID, about: client.id) else {
+        let subject = pageNonce.map {
+            Self.consentSubject(client: client, redirectURI: redirect.redirectURI, checked: checked, pageNonce: $0)
+        }
+        guard let subject, pageNonce?.utf8.count == 22,
+            consentTokens.accepts(token, for: claims.sessionID, about: subject)
+        else {
             context.logger.info("OpenID consent refused: form token", metadata: ["client": "\(client.id)"])
             return WebErrorPage(
                 status: .forbidden,
                 code: "invalid_consent_form",
-                reason: "This consent form has expired or was made for another sign-in. Go back to the app and sign "
-                    + "in again."
+                reason: "This consent form has expired, was changed, or was made for another sign-in. Go back to the "
+                    + "app and sign in again."
+            ).response
+        }
+        // Once: a form posted twice (or re-posted with its token) gives one decision, on whichever instance.
+        guard let pageNonce, try await store.consumeServerNonce(hash: Self.consentNonceHash(pageNonce), now: clock.now)
+        else {
+            context.logger.info("OpenID consent refused: form already used", metadata: ["client": "\(client.id)"])
+            return WebErrorPage(
+                status: .forbidden,
+                code: "consent_form_used",
+                reason: "This consent form has been sent already. Go back to the app and sign in again."
             ).response
         }
         guard let user = try await store.user(id: claims.userID), user.status == .active else {

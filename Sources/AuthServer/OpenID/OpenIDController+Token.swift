@@ -246,6 +246,17 @@ extension OpenIDController {
         }
         if SessionContract.of(token) == .openID {
             if let binding = SessionContract.binding(of: token), Self.unbind(binding)?.clientID == client.id {
+                // A rotated token is reuse here as on every route: its session ends (RFC 7009 lets the answer be
+                // 200 all the same, and it is).
+                do {
+                    try await sessions.refuseIfReused(token)
+                } catch let error as AuthServerError where error.code == AuthServerError.Code.refreshTokenReused {
+                    context.logger.info(
+                        "OpenID rotated refresh token revoked: its session ended",
+                        metadata: ["client": "\(client.id)"]
+                    )
+                    return Response(status: .ok, headers: [.cacheControl: "no-store", .contentLength: "0"])
+                }
                 try await sessions.endSession(refreshToken: token)
                 context.logger.info("OpenID refresh token revoked", metadata: ["client": "\(client.id)"])
             }

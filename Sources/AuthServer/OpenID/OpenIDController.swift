@@ -38,7 +38,7 @@ struct OpenIDController: Sendable {
         presentations: [.cookie],
         required: false,
         checksOrigin: false
-    )
+    ).spending(.client)
 
     /// `/oauth/userinfo`'s: a relying party's access token (or a siwa session) as a bearer token or, on a POST, the
     /// form's `access_token` (RFC 6750 §2.2); refused in RFC 6750's shape.

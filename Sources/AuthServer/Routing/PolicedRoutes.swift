@@ -61,6 +61,8 @@ struct PolicedRoutes {
         use handler: @escaping @Sendable (Request, SiwaRequestContext) async throws -> Output
     ) {
         let routerPath = RouterPath(prefix + path)
+        // What the route spends, resolved once: declared, or implied by its credential and method.
+        let access = access.spending(access.budget(for: method))
         declarations.declare(RegisteredRoute(method: method.rawValue, path: routerPath.description), access)
         let guarding = self.guarding
         router.on(routerPath, method: method) { request, context -> Response in

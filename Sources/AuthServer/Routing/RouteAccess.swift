@@ -22,6 +22,9 @@ struct RouteAccess: Sendable, CustomStringConvertible {
         case adminOrReadToken = "admin session or service token (read)"
         /// An admin session, or a service token of scope write (the admin API's routes that act).
         case adminOrWriteToken = "admin session or service token (write)"
+        /// A siwa session whose account holds a contract's own admin role (ServiceStack's `Admin`, from
+        /// `SIWA_ADMIN_USERS`), which the handler checks: an admin route all the same, behind the admin networks.
+        case contractAdmin = "siwa session with the contract's Admin role"
         /// A relying party's access token or a siwa session (`/oauth/userinfo`).
         case sessionOrRelyingParty = "siwa session or relying party's token"
         /// A siwa session, or the contract's own opaque token, which the handler checks.
@@ -58,6 +61,19 @@ struct RouteAccess: Sendable, CustomStringConvertible {
         static let json = Refusal(name: "JSON") { error, _ in throw error }
     }
 
+    /// What a call spends from its client's budget (``RateLimiter``), before anything of the request is read: every
+    /// route that verifies a credential, signs in, rotates a refresh token or writes spends, whatever its method.
+    enum Budget: String, Sendable {
+        /// Nothing: the route only reads (an access token's signature is all it checks).
+        case none = "nothing"
+        /// The client's budget, which every sign-in, rotation and write of the client shares.
+        case client = "client"
+        /// The client's budget and its web-flow budget: the route makes the server keep a flow's state.
+        case flowStart = "client + flow"
+        /// The budget of the address Apple's notifications come from, apart from the users'.
+        case notifications = "notifications"
+    }
+
     var credential: Credential
     var presentations: Presentations
     /// Whether the route answers a refusal without a credential it accepts (`false`: the handler sees what was found,
@@ -67,6 +83,9 @@ struct RouteAccess: Sendable, CustomStringConvertible {
     /// Off only where the handler checks the calls that sign in or out itself.
     var checksOrigin = true
     var refusal = Refusal.json
+    /// What the route spends, when its declaration says so; else what its credential and method imply
+    /// (``budget(for:)``).
+    var declaredBudget: Budget?
 
     /// A public route: no access token is read.
     static let open = RouteAccess(credential: .none, presentations: [], required: false)
@@ -81,8 +100,33 @@ struct RouteAccess: Sendable, CustomStringConvertible {
         RouteAccess(credential: .session, presentations: [.bearer, .cookie], required: required, refusal: refusal)
     }
 
-    /// Whether the route is an admin route (the admin networks apply, and the account must hold the role).
-    var isAdmin: Bool { [.admin, .adminOrReadToken, .adminOrWriteToken].contains(credential) }
+    /// This access, for a route that spends `budget` whatever its credential and method imply: a GET that signs in,
+    /// renews a session from a refresh cookie, starts a web flow or writes.
+    func spending(_ budget: Budget) -> RouteAccess {
+        var access = self
+        access.declaredBudget = budget
+        return access
+    }
+
+    /// What a call of the route by `method` spends: the declared budget, else the notifications' for Apple's
+    /// notifications, the client's for a credential the handler verifies (a refresh token, Apple's `form_post`, client
+    /// credentials) and for every method but GET, HEAD and OPTIONS, and nothing for the rest.
+    func budget(for method: HTTPRequest.Method) -> Budget {
+        if let declaredBudget { return declaredBudget }
+        switch credential {
+        case .appleNotification: return .notifications
+        case .refreshToken, .appleCallback, .clientCredentials: return .client
+        default: return [.get, .head, .options].contains(method) ? .none : .client
+        }
+    }
+
+    /// Whether the route is an admin route: it answers by an admin role, so the admin networks apply before any
+    /// token is read.
+    var isAdmin: Bool { [.admin, .adminOrReadToken, .adminOrWriteToken, .contractAdmin].contains(credential) }
+
+    /// Whether the guard checks that the account holds siwa's admin role (``AdminAccess``); a contract's own role is
+    /// its handler's check.
+    var needsAdminRole: Bool { [.admin, .adminOrReadToken, .adminOrWriteToken].contains(credential) }
 
     /// The scope a service token needs on this route, or `nil` where none is accepted.
     var serviceTokenScope: AdminTokenScope? {

@@ -18,6 +18,8 @@ struct RouteGuard: Sendable {
     /// Refuses a session whose account does not hold the admin role (the admin routes' check); returns the subject
     /// through which it holds it.
     let requireAdmin: @Sendable (SiwaRequestContext) async throws -> AdminSubject
+    /// Spends what each route declares it spends; `nil` without rate limits.
+    var limiter: RateLimiter? = nil
 
     /// Runs `handler` if the request may call a route of `access`, else answers the route's refusal.
     func respond(
@@ -26,6 +28,10 @@ struct RouteGuard: Sendable {
         access: RouteAccess,
         handler: @Sendable (Request, SiwaRequestContext) async throws -> Response
     ) async throws -> Response {
+        // First, before anything of the request is read: a client over its budget costs one bucket look-up.
+        if let limiter, let budget = access.declaredBudget, budget != .none {
+            try limiter.spend(budget, request, context)
+        }
         // Before any token is read: from elsewhere the admin routes say nothing of a token's worth.
         if access.isAdmin, !isAdminNetwork(request, context) {
             return try access.refusal.answer(.adminNetworkRefused, request)
@@ -66,7 +72,7 @@ struct RouteGuard: Sendable {
         case nil:
             if access.required { return try access.refusal.answer(.missingToken, request) }
         }
-        if access.isAdmin, access.required {
+        if access.needsAdminRole, access.required {
             let subject: AdminSubject
             do {
                 subject = try await requireAdmin(context)

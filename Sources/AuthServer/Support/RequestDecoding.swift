@@ -29,9 +29,16 @@ extension Request {
     /// `text/plain` post, which a cross-site page can send without a CORS preflight, is never read as JSON. It must be
     /// one strict JSON document (``JSONReader``): a duplicated key is 400, since two parsers could each pick another
     /// of its values.
-    /// - Throws: ``AuthServerError`` 415 `unsupported_media_type`, 400 `invalid_json`, `missing_field` or
-    ///   `invalid_field`.
-    func decodeJSON<T: Decodable>(_ type: T.Type, from buffer: ByteBuffer) throws -> T {
+    ///
+    /// - Parameters:
+    ///   - type: What to decode.
+    ///   - buffer: The body.
+    ///   - members: The members the body may have, or `nil` to ignore members `type` does not read. Where a misspelt
+    ///     member would silently widen what a request does (the admin API), the route names its members and any
+    ///     other is refused.
+    /// - Throws: ``AuthServerError`` 415 `unsupported_media_type`, 400 `invalid_json`, `missing_field`,
+    ///   `invalid_field` or `unknown_field`.
+    func decodeJSON<T: Decodable>(_ type: T.Type, from buffer: ByteBuffer, members: Set<String>? = nil) throws -> T {
         guard Self.isJSON(headers[.contentType]) else {
             throw AuthServerError(
                 .unsupportedMediaType,
@@ -48,6 +55,15 @@ extension Request {
             throw AuthServerError.badRequest(
                 AuthServerError.Code.invalidJSON,
                 "the body is not a single JSON object: \(error.reason)"
+            )
+        }
+        if let members, case .object(let given) = value,
+            let unknown = given.first(where: { !members.contains($0.key) })
+        {
+            let known = members.isEmpty ? "it takes none" : "it takes " + members.sorted().joined(separator: ", ")
+            throw AuthServerError.badRequest(
+                AuthServerError.Code.unknownField,
+                "field \(LoggedText.quoted(unknown.key, limit: 64)) is not a member of this body; \(known)"
             )
         }
         do {

@@ -49,15 +49,17 @@ struct WebController: Sendable {
     }
 
     func addRoutes(to routes: PolicedRoutes, auth: PolicedRoutes) {
-        auth.get("/apple/authorize", access: .open, use: authorize)
+        auth.get("/apple/authorize", access: RouteAccess.open.spending(.flowStart), use: authorize)
         auth.post("/apple/callback", access: .checkedByHandler(.appleCallback), use: callback)
         routes.get("/login", access: Self.loginPageAccess, use: login)
         routes.get("/branding/logo", access: .open, use: logo)
         routes.get("/.well-known/apple-developer-domain-association.txt", access: .open, use: domainAssociation)
     }
 
-    /// The login page's: the browser's session cookie, when it has one, shows who is signed in.
+    /// The login page's: the browser's session cookie, when it has one, shows who is signed in. It spends like a
+    /// sign-in: an expired session is renewed there from the refresh cookie, a rotation.
     static let loginPageAccess = RouteAccess(credential: .session, presentations: [.cookie], required: false)
+        .spending(.client)
 
     private var cookies: SessionCookies { SessionCookies(configuration: configuration) }
 

@@ -2,6 +2,7 @@ import AppleSignIn
 import AuthServer
 import Foundation
 import Logging
+import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -15,12 +16,30 @@ enum LogFormat: String, Sendable {
     case json
 }
 
+extension LogFormat {
+    /// The format of the process's log handlers: text until a command has read its settings.
+    private static let current = Atomic<Bool>(false)
+
+    /// Installs the process's log handler, once, as the executable starts: each handler a library makes is text or
+    /// JSON as ``use(_:)`` last said, so that no line of any library is written without its values escaped.
+    static func bootstrap() {
+        LoggingSystem.bootstrap { label -> any LogHandler in
+            current.load(ordering: .relaxed) ? JSONLogHandler(label: label) : TextLogHandler(label: label)
+        }
+    }
+
+    /// Makes the loggers created from now on write this format.
+    func use() {
+        Self.current.store(self == .json, ordering: .relaxed)
+    }
+}
+
 extension Logger {
     /// The logger of a long-running command (serve, demo): the level and format of the settings, with the request id
-    /// on every line a request causes (the store's too, which is given this logger). The JSON format is installed
-    /// process-wide, so that every library's logger writes JSON lines too.
+    /// on every line a request causes (the store's too, which is given this logger). The format holds process-wide
+    /// (``LogFormat/bootstrap()``), so that every library's logger made after this writes it too.
     static func siwa(level: Logger.Level, format: LogFormat) -> Logger {
-        if format == .json { LoggingSystem.bootstrap { JSONLogHandler(label: $0) } }
+        format.use()
         var logger = Logger(label: "siwa")
         logger.logLevel = level
         return logger.addingSiwaRequestID()
