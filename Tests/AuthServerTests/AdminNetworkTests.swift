@@ -133,11 +133,26 @@ struct AdminNetworkTests {
                         forwardedFor: "192.0.2.7"
                     )
                     #expect(answer.status == 403, "\(route) from outside: \(answer.status) \(answer.body.prefix(200))")
-                    let named = ["admin_network_refused", "AdminNetworkRefused", "Not from this network"]
-                    #expect(named.contains { answer.body.contains($0) }, "\(route): \(answer.body.prefix(200))")
+                    #expect(Self.namesTheNetwork(answer.body), "\(route): \(answer.body.prefix(200))")
                 }
+                // From the operators' network the same request passes the network rule, and the token is read.
+                let inside = try await Self.get(
+                    path,
+                    harness,
+                    method: route.method,
+                    token: "not-a-token",
+                    from: "127.0.0.2",
+                    forwardedFor: "10.1.2.3"
+                )
+                #expect(!Self.namesTheNetwork(inside.body), "\(route) from inside: \(inside.body.prefix(200))")
+                #expect([401, 303, 403].contains(inside.status), "\(route) from inside refuses the forged token")
             }
         }
+    }
+
+    /// Whether a refusal is the admin networks' (in siwa's JSON, ServiceStack's shape or the console's page).
+    static func namesTheNetwork(_ body: String) -> Bool {
+        ["admin_network_refused", "AdminNetworkRefused", "Not from this network"].contains { body.contains($0) }
     }
 
     /// ServiceStack's admin dump (every account's email, name and Apple id) answers the contract's admin from the
