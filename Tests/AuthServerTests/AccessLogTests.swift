@@ -7,30 +7,22 @@ import NIOCore
 import Synchronization
 import Testing
 
+@testable import SiwaCLI
+
 /// The access log: one line per request at info, in the text and the JSON format, and the request id on it, in the
 /// `X-Request-Id` answer and on every other line the request causes.
 @Suite("Server: the access log and request ids")
 struct AccessLogTests {
-    /// The lines a logger wrote in the text format (swift-log's `StreamLogHandler`, which `SIWA_LOG_FORMAT=text` is).
+    /// The lines a logger wrote in the text format (`TextLogHandler`'s, which `SIWA_LOG_FORMAT=text` is), each without
+    /// its newline.
     final class TextCapture: Sendable {
-        let lines = Mutex<[String]>([])
+        private let capture = LogRedactionTests.Capture(format: .text)
 
-        var logger: Logger {
-            var logger = Logger(label: "siwa") { label in
-                StreamLogHandler(label: label, stream: Sink(capture: self), metadataProvider: nil)
-            }
-            logger.logLevel = .info
-            return logger
-        }
+        var logger: Logger { capture.logger(level: .info) }
 
-        var accessLines: [String] { lines.withLock { $0 }.filter { $0.hasSuffix("] request") } }
+        var lines: [String] { capture.lines.withLock { $0 }.map { String($0.dropLast()) } }
 
-        struct Sink: TextOutputStream, Sendable {
-            let capture: TextCapture
-            mutating func write(_ string: String) {
-                capture.lines.withLock { $0 += string.split(separator: "\n").map(String.init) }
-            }
-        }
+        var accessLines: [String] { lines.filter { $0.hasSuffix("] request") } }
     }
 
     /// The JSON lines of `capture`, as objects of strings.
@@ -91,7 +83,7 @@ struct AccessLogTests {
             let id = try #require(me.headers[Self.requestID])
             let line = try #require(
                 capture.accessLines.first { $0.contains("request_id=\(id)") },
-                "\(capture.lines.withLock { $0 })"
+                "\(capture.lines)"
             )
             #expect(line.contains(" info siwa: "), "\(line)")
             for field in [
