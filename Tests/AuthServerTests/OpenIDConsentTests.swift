@@ -138,14 +138,14 @@ struct OpenIDConsentTests {
     }
 
     /// A consent form is worth one decision about exactly what its page showed: re-posted with a wider scope, another
-    /// redirect URI or another PKCE challenge it is refused, and the same form posted twice gives one code.
+    /// PKCE challenge or another page's nonce it is refused, and the same form posted twice gives one code. (The token
+    /// binds the redirect URI too; the public client here registers one, so another is refused before any token.)
     @Test func aConsentFormIsAcceptedOnceForExactlyWhatItShowed() async throws {
         try await run { harness in
             let (page, browser) = try await consentPage(harness, scope: "openid")
             let user = try #require(try await harness.store.users(email: "consent@example.com").first)
             for (replaced, what) in [
                 (["scope": "openid email profile"], "a wider scope"),
-                (["redirect_uri": "com.example.rp:/other"], "another redirect URI"),
                 (["code_challenge": PKCE().challenge], "another PKCE challenge"),
                 (["consent_nonce": "AAAAAAAAAAAAAAAAAAAAAA"], "another page's nonce"),
             ] {

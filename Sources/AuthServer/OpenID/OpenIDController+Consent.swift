@@ -217,11 +217,17 @@ extension OpenIDController {
         claims: AccessTokenClaims,
         context: SiwaRequestContext
     ) async throws -> Response {
-        let subject = pageNonce.map {
-            Self.consentSubject(client: client, redirectURI: redirect.redirectURI, checked: checked, pageNonce: $0)
-        }
-        guard let subject, pageNonce?.utf8.count == 22,
-            consentTokens.accepts(token, for: claims.sessionID, about: subject)
+        guard let pageNonce, pageNonce.utf8.count == 22,
+            consentTokens.accepts(
+                token,
+                for: claims.sessionID,
+                about: Self.consentSubject(
+                    client: client,
+                    redirectURI: redirect.redirectURI,
+                    checked: checked,
+                    pageNonce: pageNonce
+                )
+            )
         else {
             context.logger.info("OpenID consent refused: form token", metadata: ["client": "\(client.id)"])
             return WebErrorPage(
@@ -232,8 +238,7 @@ extension OpenIDController {
             ).response
         }
         // Once: a form posted twice (or re-posted with its token) gives one decision, on whichever instance.
-        guard let pageNonce, try await store.consumeServerNonce(hash: Self.consentNonceHash(pageNonce), now: clock.now)
-        else {
+        guard try await store.consumeServerNonce(hash: Self.consentNonceHash(pageNonce), now: clock.now) else {
             context.logger.info("OpenID consent refused: form already used", metadata: ["client": "\(client.id)"])
             return WebErrorPage(
                 status: .forbidden,

@@ -59,7 +59,6 @@ struct RateLimiter: Sendable {
     /// - Throws: ``AuthServerError`` 429 `rate_limited`, with `Retry-After`, when the client is over its limit.
     func spend(_ budget: RouteAccess.Budget, _ request: Request, _ context: SiwaRequestContext) throws(AuthServerError)
     {
-        if budget == .none { return }
         let now = clock.now
         var wait: Double?
         let client = Self.bucketKey(context.clientAddress(of: request, trustedProxies: trustedProxies))

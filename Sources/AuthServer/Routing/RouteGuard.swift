@@ -29,9 +29,7 @@ struct RouteGuard: Sendable {
         handler: @Sendable (Request, SiwaRequestContext) async throws -> Response
     ) async throws -> Response {
         // First, before anything of the request is read: a client over its budget costs one bucket look-up.
-        if let limiter, let budget = access.declaredBudget, budget != .none {
-            try limiter.spend(budget, request, context)
-        }
+        if let limiter, let budget = access.declaredBudget { try limiter.spend(budget, request, context) }
         // Before any token is read: from elsewhere the admin routes say nothing of a token's worth.
         if access.isAdmin, !isAdminNetwork(request, context) {
             return try access.refusal.answer(.adminNetworkRefused, request)

@@ -367,6 +367,27 @@ public final class SessionService: Sendable {
         try await ending.end(session.sessionID, userID: session.userID, by: .user, reason: "logout")
     }
 
+    /// Ends the session of a refresh token presented for revocation (`/oauth/revoke`), in one look at the store. A
+    /// rotated token is reuse here as on every route: its session ends and the reuse is audited.
+    /// - Returns: Whether the token was a rotated one.
+    @discardableResult
+    func revoke(refreshToken: String) async throws -> Bool {
+        guard !refreshToken.isEmpty, refreshToken.utf8.count <= 512 else { return false }
+        switch try await store.checkRefreshToken(presentedHash: RefreshTokens.hash(refreshToken), now: clock.now) {
+        case .current(let sessionID, let userID):
+            try await ending.end(sessionID, userID: userID, by: .user, reason: "logout")
+        case .used(let sessionID, let userID):
+            _ = try await reuseDetected(sessionID: sessionID, userID: userID, logger: logger)
+            return true
+        case .expired:
+            // The check names no session for an expired token; the logout's own look-up still ends it.
+            try await endSession(refreshToken: refreshToken)
+        case .revoked, .notFound:
+            break
+        }
+        return false
+    }
+
     /// Ends every session of a user.
     @discardableResult
     func endAllSessions(userID: UserID, by actor: AuditActor, reason: String) async throws -> [SessionID] {
