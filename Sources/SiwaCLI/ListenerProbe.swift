@@ -18,6 +18,16 @@ enum ListenerProbe {
         var settings: String
         var host: String
         var port: Int
+
+        /// The metrics listener on `host`:`port`.
+        static func metrics(host: String, port: Int) -> Listener {
+            Listener(
+                name: "the metrics listener",
+                settings: "SIWA_METRICS_HOST/SIWA_METRICS_PORT",
+                host: host,
+                port: port
+            )
+        }
     }
 
     /// The listeners of `settings`: the public port, and the metrics listener when there is one.
@@ -26,14 +36,7 @@ enum ListenerProbe {
             Listener(name: "the public port", settings: "SIWA_HOST/SIWA_PORT", host: settings.host, port: settings.port)
         ]
         if let metrics = settings.server.metricsListener {
-            listeners.append(
-                Listener(
-                    name: "the metrics listener",
-                    settings: "SIWA_METRICS_HOST/SIWA_METRICS_PORT",
-                    host: metrics.host,
-                    port: metrics.port
-                )
-            )
+            listeners.append(.metrics(host: metrics.host, port: metrics.port))
         }
         return listeners
     }

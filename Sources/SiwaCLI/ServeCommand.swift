@@ -125,7 +125,8 @@ struct ServeCommand: AsyncParsableCommand {
         } catch let error as MetricsListenerError {
             // Taken between the probe and the server's own bind: named all the same.
             await stop()
-            Terminal.error("error: SIWA_METRICS_HOST/SIWA_METRICS_PORT: \(error)")
+            let listener = ListenerProbe.Listener.metrics(host: error.host, port: error.port)
+            Terminal.error("error: \(listener.settings): \(ListenerProbe.describe(listener, error.underlying))")
             throw ExitCode(1)
         } catch {
             await stop()
