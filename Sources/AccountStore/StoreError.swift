@@ -2,7 +2,7 @@
 public struct StoreError: Error, Hashable, Sendable, CustomStringConvertible {
     public struct Code: Hashable, Sendable, CustomStringConvertible {
         fileprivate enum Value: String, Sendable {
-            case duplicate, notFound, unavailable, corrupt, invalidInput
+            case duplicate, notFound, unavailable, corrupt, invalidInput, newerSchema
         }
         fileprivate let value: Value
         fileprivate init(_ value: Value) { self.value = value }
@@ -18,6 +18,9 @@ public struct StoreError: Error, Hashable, Sendable, CustomStringConvertible {
         public static let corrupt = Code(.corrupt)
         /// The caller passed a value the store cannot keep (too long, empty key).
         public static let invalidInput = Code(.invalidInput)
+        /// The database's schema is newer than this build's: a newer release migrated it. Nothing is wrong with the
+        /// data; this build must not write it.
+        public static let newerSchema = Code(.newerSchema)
     }
 
     public let code: Code
@@ -38,4 +41,5 @@ public struct StoreError: Error, Hashable, Sendable, CustomStringConvertible {
     public static let unavailable = StoreError(.unavailable, "")
     public static let corrupt = StoreError(.corrupt, "")
     public static let invalidInput = StoreError(.invalidInput, "")
+    public static let newerSchema = StoreError(.newerSchema, "")
 }

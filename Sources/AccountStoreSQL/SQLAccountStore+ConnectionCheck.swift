@@ -23,8 +23,9 @@ import Darwin
 extension SQLAccountStore {
     /// What a connection check found, when the database can be used.
     public enum ConnectionCheck: Sendable, Equatable {
-        /// The database answered a query.
-        case connected
+        /// The database answered a query; it holds siwa's schema at this version (0: none yet, `siwa migrate` creates
+        /// it; above ``SQLAccountStore/schemaVersion``: a newer siwa upgraded it, and this one must not open it).
+        case connected(schemaVersion: Int)
         /// The SQLite file does not exist yet, and its directory is writable: migrating (`siwa migrate`) creates it.
         case notCreatedYet
     }
@@ -35,8 +36,8 @@ extension SQLAccountStore {
     /// - Parameters:
     ///   - path: The database file, absolute or relative to the current directory.
     ///   - logger: For the driver's debug logs.
-    /// - Returns: ``ConnectionCheck/connected``, or ``ConnectionCheck/notCreatedYet`` when the file does not exist
-    ///   but its directory is writable.
+    /// - Returns: ``ConnectionCheck/connected(schemaVersion:)``, or ``ConnectionCheck/notCreatedYet`` when the file
+    ///   does not exist but its directory is writable.
     /// - Throws: ``StoreError/Code/unavailable`` naming the cause when the file or its directory is missing or not
     ///   writable or the file cannot be opened, ``StoreError/Code/corrupt`` when it is not a SQLite database.
     public static func checkConnection(
@@ -77,9 +78,16 @@ extension SQLAccountStore {
         }
         do {
             // Reading the schema table reads the file's header: a file that is not SQLite fails here.
-            _ = try await connection.query("SELECT count(*) FROM sqlite_master")
+            let schemaTable = try await connection.query(
+                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_version'"
+            )
+            var version = 0
+            if !schemaTable.isEmpty {
+                let rows = try await connection.query("SELECT MAX(version) AS version FROM schema_version")
+                version = rows.first?.column("version")?.integer ?? 0
+            }
             try? await connection.close()
-            return .connected
+            return .connected(schemaVersion: version)
         } catch {
             try? await connection.close()
             if let error = error as? SQLiteError, error.reason == .notADatabase {
@@ -93,7 +101,7 @@ extension SQLAccountStore {
     /// never creates the file, never migrates.
     ///
     /// - Throws: ``StoreError/Code/unavailable`` when there is no file, it cannot be opened, or its schema is older
-    ///   than ``schemaVersion`` (`siwa migrate` upgrades it); ``StoreError/Code/corrupt`` when it is newer.
+    ///   than ``schemaVersion`` (`siwa migrate` upgrades it); ``StoreError/Code/newerSchema`` when it is newer.
     public static func existingSQLite(path: String, logger: Logger) async throws(StoreError) -> SQLAccountStore {
         try await sqlite(
             path: path,
@@ -133,7 +141,8 @@ extension SQLAccountStore {
     ///   - url: `postgres://USER:PASSWORD@HOST:PORT/DATABASE`, as for ``postgres(url:schema:maximumConnections:logger:)``.
     ///   - timeout: How long to wait for the whole check.
     ///   - logger: For the driver's debug logs.
-    /// - Returns: ``ConnectionCheck/connected``.
+    /// - Returns: ``ConnectionCheck/connected(schemaVersion:)``, with the schema version found along the login's
+    ///   search path.
     /// - Throws: ``StoreError/Code/invalidInput`` for a URL that cannot be used, ``StoreError/Code/unavailable``
     ///   naming the cause otherwise: nothing listening at the host and port, a host name that does not resolve, no
     ///   answer in time, a refused password or login, a missing database. The reason never repeats the password.
@@ -143,10 +152,18 @@ extension SQLAccountStore {
         timeout: Duration = .seconds(5),
         logger: Logger
     ) async throws(StoreError) -> ConnectionCheck {
-        try await withCheckConnection(postgresURL: url, timeout: timeout, logger: logger) { connection, logger in
-            _ = try await connection.query("SELECT 1", logger: logger).collect()
+        let version = try await withCheckConnection(postgresURL: url, timeout: timeout, logger: logger) {
+            connection,
+            logger in
+            let found = try await connection.query(
+                "SELECT to_regclass('schema_version') IS NOT NULL AS found",
+                logger: logger
+            ).collect()
+            guard try found.first?.decode(Bool.self) == true else { return 0 }
+            let rows = try await connection.query("SELECT MAX(version) FROM schema_version", logger: logger).collect()
+            return Int(try rows.first?.decode(Int64?.self) ?? 0)
         }
-        return .connected
+        return .connected(schemaVersion: version)
     }
 
     /// How many connections a PostgreSQL server lets this login open, and how many are open: what `siwa doctor`
@@ -271,7 +288,7 @@ extension SQLAccountStore {
 
     /// Connects to `url` within `timeout`, runs `body` on the connection, and closes it; errors explained as
     /// ``checkConnection(postgresURL:timeout:logger:)`` says.
-    private static func withCheckConnection<Value: Sendable>(
+    static func withCheckConnection<Value: Sendable>(
         postgresURL url: String,
         timeout: Duration,
         logger: Logger,

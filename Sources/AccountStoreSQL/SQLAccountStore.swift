@@ -38,6 +38,25 @@ public final class SQLAccountStore: AccountStore {
     /// The schema version this build of siwa creates and understands.
     public static var schemaVersion: Int { SQLSchema.currentVersion }
 
+    /// One schema version, as the migrations that make it describe it.
+    public struct SchemaMigration: Sendable, Equatable {
+        /// Its number; the first is 1.
+        public let version: Int
+        /// The siwa release that first applied it.
+        public let release: String
+        /// What it changes, in one sentence.
+        public let summary: String
+    }
+
+    /// Why this build does not open a database at schema version `found` (above ``schemaVersion``), and what to do:
+    /// the reason of the ``StoreError/Code/newerSchema`` error that opening it throws.
+    public static func newerSchemaReason(_ found: Int) -> String { SQLSchema.newerSchema(found).reason }
+
+    /// Every schema version this build applies, oldest first: what `siwa migrate --dry-run` and `docs/schema.md` show.
+    public static var schemaMigrations: [SchemaMigration] {
+        SQLSchema.migrations.map { SchemaMigration(version: $0.version, release: $0.release, summary: $0.summary) }
+    }
+
     /// The schema version the database had when this store opened it: 0 for a database this store created,
     /// ``schemaVersion`` for one already current, anything between for one it upgraded.
     public let openedAtSchemaVersion: Int
@@ -163,16 +182,19 @@ public final class SQLAccountStore: AccountStore {
     ///   - maximumConnections: The most connections the store opens at once (1 to 1,000), or `nil` for
     ///     ``defaultMaximumConnections``. Every instance's, added up, must stay under the server's `max_connections`: a
     ///     connection the server refuses fails its request with ``StoreError/Code/unavailable``.
+    ///   - applicationName: What PostgreSQL shows as each connection's `application_name` (`pg_stat_activity`):
+    ///     `siwa restore` refuses while connections named `siwa serve` are open on the database.
     ///   - logger: For the store's debug logs and the migrations it applies.
     /// - Returns: A store at the current ``schemaVersion``.
     /// - Throws: ``StoreError/Code/invalidInput`` for a URL or schema that cannot be used (the reason never repeats
     ///   the URL: it holds the password), ``StoreError/Code/unavailable`` when the server cannot be reached or refuses
-    ///   the login, ``StoreError/Code/corrupt`` when the schema is newer than this siwa.
+    ///   the login, ``StoreError/Code/newerSchema`` when the schema is newer than this siwa.
     /// - Warning: `url` holds the database password: read it from a secret, never log it.
     public static func postgres(
         url: String,
         schema: String? = nil,
         maximumConnections: Int? = nil,
+        applicationName: String = "siwa",
         logger: Logger
     ) async throws(StoreError) -> SQLAccountStore {
         try await postgres(
@@ -180,6 +202,7 @@ public final class SQLAccountStore: AccountStore {
             schema: schema,
             maximumConnections: maximumConnections,
             pooling: .siwa,
+            applicationName: applicationName,
             logger: logger
         )
     }
@@ -201,6 +224,7 @@ public final class SQLAccountStore: AccountStore {
         maximumConnections: Int?,
         pooling: PostgresPooling,
         migrating: Bool = true,
+        applicationName: String = "siwa",
         logger: Logger
     ) async throws(StoreError) -> SQLAccountStore {
         if let maximumConnections, !maximumConnectionsRange.contains(maximumConnections) {
@@ -227,7 +251,7 @@ public final class SQLAccountStore: AccountStore {
         var listener: PostgresAnnouncementListener?
         switch pooling {
         case .siwa:
-            let opener = PostgresOpener(configuration)
+            let opener = PostgresOpener(configuration, applicationName: applicationName)
             let announcementLogger = driverLogger(logger)
             listener = PostgresAnnouncementListener(
                 open: { logger in
@@ -394,10 +418,10 @@ public final class SQLAccountStore: AccountStore {
         }
         guard found == schemaVersion else {
             await connections.shutdown()
+            if found > schemaVersion { throw SQLSchema.newerSchema(found) }
             throw StoreError(
-                found > schemaVersion ? .corrupt : .unavailable,
-                "the database has schema version \(found) and this siwa's is \(schemaVersion)"
-                    + (found < schemaVersion ? ": siwa migrate upgrades it" : "")
+                .unavailable,
+                "the database has schema version \(found) and this siwa's is \(schemaVersion): siwa migrate upgrades it"
             )
         }
         return SQLAccountStore(connections: connections, logger: logger, openedAtSchemaVersion: found)
@@ -501,8 +525,10 @@ private struct PostgresOpener: Sendable {
     let deadline: TimeAmount
     private static let ids = Atomic<Int>(0)
 
-    init(_ configuration: SQLPostgresConfiguration, deadline: TimeAmount = .seconds(10)) {
-        self.configuration = configuration.coreConfiguration
+    init(_ configuration: SQLPostgresConfiguration, applicationName: String, deadline: TimeAmount = .seconds(10)) {
+        var core = configuration.coreConfiguration
+        core.options.additionalStartupParameters.append(("application_name", applicationName))
+        self.configuration = core
         self.searchPath = configuration.searchPath
         self.deadline = deadline
     }

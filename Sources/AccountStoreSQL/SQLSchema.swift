@@ -8,274 +8,341 @@ import SQLKit
 /// base64), times BIGINT milliseconds since 1970, booleans INTEGER 0 or 1. `schema_version` holds one row per
 /// applied migration. A migration is never edited once released; changes are new migrations at the end.
 enum SQLSchema {
+    /// One numbered step of the schema: what it changes, in which release it came, and its statements (what only
+    /// Swift can do runs after them, in ``finish(_:_:flavor:)``). `docs/schema.md` is generated from these.
+    struct Migration: Sendable {
+        /// Its number: the first is 1, each the one before plus one.
+        let version: Int
+        /// The siwa release that first applied it.
+        let release: String
+        /// What it changes, in one sentence.
+        let summary: String
+        let statements: [SQLQueryString]
+    }
+
     /// The migrations; the first one is version 1.
-    static let migrations: [[SQLQueryString]] = [
-        [
-            """
-            CREATE TABLE users (
-                id TEXT NOT NULL PRIMARY KEY,
-                apple_user_id TEXT NOT NULL UNIQUE,
-                client_id TEXT NOT NULL,
-                email TEXT,
-                email_verified INTEGER NOT NULL,
-                is_private_email INTEGER NOT NULL,
-                email_forwarding INTEGER NOT NULL,
-                given_name TEXT,
-                family_name TEXT,
-                created_at BIGINT NOT NULL,
-                updated_at BIGINT NOT NULL
-            )
-            """,
-            "CREATE INDEX users_by_creation ON users (created_at, id)",
-            """
-            CREATE TABLE apple_tokens (
-                user_id TEXT NOT NULL PRIMARY KEY REFERENCES users (id) ON DELETE CASCADE,
-                client_id TEXT NOT NULL,
-                sealed_refresh_token TEXT NOT NULL,
-                stored_at BIGINT NOT NULL,
-                last_validated_at BIGINT
-            )
-            """,
-            """
-            CREATE TABLE sessions (
-                id TEXT NOT NULL PRIMARY KEY,
-                user_id TEXT NOT NULL REFERENCES users (id) ON DELETE CASCADE,
-                created_at BIGINT NOT NULL,
-                revoked_at BIGINT
-            )
-            """,
-            "CREATE INDEX sessions_by_user ON sessions (user_id)",
-            "CREATE INDEX sessions_by_revocation ON sessions (revoked_at)",
-            """
-            CREATE TABLE refresh_tokens (
-                hash TEXT NOT NULL PRIMARY KEY,
-                session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
-                user_id TEXT NOT NULL REFERENCES users (id) ON DELETE CASCADE,
-                issued_at BIGINT NOT NULL,
-                expires_at BIGINT NOT NULL,
-                used_at BIGINT
-            )
-            """,
-            "CREATE INDEX refresh_tokens_by_session ON refresh_tokens (session_id)",
-            "CREATE INDEX refresh_tokens_by_user ON refresh_tokens (user_id)",
-            """
-            CREATE TABLE server_nonces (
-                hash TEXT NOT NULL PRIMARY KEY,
-                expires_at BIGINT NOT NULL
-            )
-            """,
-            "CREATE INDEX server_nonces_by_expiry ON server_nonces (expires_at)",
-            """
-            CREATE TABLE signing_keys (
-                kid TEXT NOT NULL PRIMARY KEY,
-                sealed_private_key TEXT NOT NULL,
-                created_at BIGINT NOT NULL,
-                retired_at BIGINT
-            )
-            """,
-        ],
-        // 2: account lifecycle and the web flow.
-        [
-            "ALTER TABLE users ADD COLUMN apple_consent_revoked_at BIGINT",
-            "CREATE INDEX users_by_update ON users (updated_at)",
-            "CREATE INDEX apple_tokens_by_validation ON apple_tokens (last_validated_at)",
-            "CREATE INDEX refresh_tokens_by_expiry ON refresh_tokens (expires_at)",
-            """
-            CREATE TABLE account_deletions (
-                user_id TEXT NOT NULL,
-                deleted_at BIGINT NOT NULL,
-                PRIMARY KEY (user_id, deleted_at)
-            )
-            """,
-            "CREATE INDEX account_deletions_by_time ON account_deletions (deleted_at)",
-            """
-            CREATE TABLE apple_revocations (
-                id TEXT NOT NULL PRIMARY KEY,
-                user_id TEXT NOT NULL,
-                client_id TEXT NOT NULL,
-                sealed_refresh_token TEXT NOT NULL,
-                created_at BIGINT NOT NULL,
-                attempts BIGINT NOT NULL,
-                next_attempt_at BIGINT NOT NULL,
-                last_error TEXT
-            )
-            """,
-            "CREATE INDEX apple_revocations_by_due ON apple_revocations (next_attempt_at)",
-            """
-            CREATE TABLE apple_notifications (
-                event_key TEXT NOT NULL PRIMARY KEY,
-                type TEXT NOT NULL,
-                apple_user_id TEXT NOT NULL,
-                user_id TEXT,
-                event_time BIGINT NOT NULL,
-                received_at BIGINT NOT NULL,
-                outcome TEXT NOT NULL
-            )
-            """,
-            "CREATE INDEX apple_notifications_by_time ON apple_notifications (received_at)",
-            """
-            CREATE TABLE web_flow_states (
-                state_hash TEXT NOT NULL PRIMARY KEY,
-                nonce TEXT NOT NULL,
-                return_url TEXT NOT NULL,
-                created_at BIGINT NOT NULL,
-                expires_at BIGINT NOT NULL,
-                used_at BIGINT
-            )
-            """,
-            "CREATE INDEX web_flow_states_by_expiry ON web_flow_states (expires_at)",
-        ],
-        // 3: team transfer (TN3159).
-        [
-            """
-            CREATE TABLE user_transfers (
-                user_id TEXT NOT NULL PRIMARY KEY REFERENCES users (id) ON DELETE CASCADE,
-                transfer_sub TEXT NOT NULL UNIQUE,
-                target_team TEXT NOT NULL,
-                exported_at BIGINT NOT NULL,
-                transferred_at BIGINT
-            )
-            """,
-            "CREATE INDEX user_transfers_by_state ON user_transfers (transferred_at, user_id)",
-        ],
-        // 4: operators find accounts by email and disable them.
-        [
-            "ALTER TABLE users ADD COLUMN disabled_at BIGINT",
-            "CREATE INDEX users_by_email ON users (lower(email))",
-        ],
-        // 5: the operator console. Accounts get search keys compared bytewise (lower-cased as `SearchKey` does: the
+    static let migrations: [Migration] = [
+        Migration(
+            version: 1,
+            release: "0.1.0",
+            summary:
+                "Accounts, Apple refresh tokens (sealed), sessions, refresh tokens, server nonces and signing keys.",
+            statements: [
+                """
+                CREATE TABLE users (
+                    id TEXT NOT NULL PRIMARY KEY,
+                    apple_user_id TEXT NOT NULL UNIQUE,
+                    client_id TEXT NOT NULL,
+                    email TEXT,
+                    email_verified INTEGER NOT NULL,
+                    is_private_email INTEGER NOT NULL,
+                    email_forwarding INTEGER NOT NULL,
+                    given_name TEXT,
+                    family_name TEXT,
+                    created_at BIGINT NOT NULL,
+                    updated_at BIGINT NOT NULL
+                )
+                """,
+                "CREATE INDEX users_by_creation ON users (created_at, id)",
+                """
+                CREATE TABLE apple_tokens (
+                    user_id TEXT NOT NULL PRIMARY KEY REFERENCES users (id) ON DELETE CASCADE,
+                    client_id TEXT NOT NULL,
+                    sealed_refresh_token TEXT NOT NULL,
+                    stored_at BIGINT NOT NULL,
+                    last_validated_at BIGINT
+                )
+                """,
+                """
+                CREATE TABLE sessions (
+                    id TEXT NOT NULL PRIMARY KEY,
+                    user_id TEXT NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+                    created_at BIGINT NOT NULL,
+                    revoked_at BIGINT
+                )
+                """,
+                "CREATE INDEX sessions_by_user ON sessions (user_id)",
+                "CREATE INDEX sessions_by_revocation ON sessions (revoked_at)",
+                """
+                CREATE TABLE refresh_tokens (
+                    hash TEXT NOT NULL PRIMARY KEY,
+                    session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+                    user_id TEXT NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+                    issued_at BIGINT NOT NULL,
+                    expires_at BIGINT NOT NULL,
+                    used_at BIGINT
+                )
+                """,
+                "CREATE INDEX refresh_tokens_by_session ON refresh_tokens (session_id)",
+                "CREATE INDEX refresh_tokens_by_user ON refresh_tokens (user_id)",
+                """
+                CREATE TABLE server_nonces (
+                    hash TEXT NOT NULL PRIMARY KEY,
+                    expires_at BIGINT NOT NULL
+                )
+                """,
+                "CREATE INDEX server_nonces_by_expiry ON server_nonces (expires_at)",
+                """
+                CREATE TABLE signing_keys (
+                    kid TEXT NOT NULL PRIMARY KEY,
+                    sealed_private_key TEXT NOT NULL,
+                    created_at BIGINT NOT NULL,
+                    retired_at BIGINT
+                )
+                """,
+            ]
+        ),
+        Migration(
+            version: 2,
+            release: "0.1.0",
+            summary:
+                "Account lifecycle and the web flow: consent revocations, deletions, queued Apple revocations, Apple's notifications, web flow states.",
+            statements: [
+                "ALTER TABLE users ADD COLUMN apple_consent_revoked_at BIGINT",
+                "CREATE INDEX users_by_update ON users (updated_at)",
+                "CREATE INDEX apple_tokens_by_validation ON apple_tokens (last_validated_at)",
+                "CREATE INDEX refresh_tokens_by_expiry ON refresh_tokens (expires_at)",
+                """
+                CREATE TABLE account_deletions (
+                    user_id TEXT NOT NULL,
+                    deleted_at BIGINT NOT NULL,
+                    PRIMARY KEY (user_id, deleted_at)
+                )
+                """,
+                "CREATE INDEX account_deletions_by_time ON account_deletions (deleted_at)",
+                """
+                CREATE TABLE apple_revocations (
+                    id TEXT NOT NULL PRIMARY KEY,
+                    user_id TEXT NOT NULL,
+                    client_id TEXT NOT NULL,
+                    sealed_refresh_token TEXT NOT NULL,
+                    created_at BIGINT NOT NULL,
+                    attempts BIGINT NOT NULL,
+                    next_attempt_at BIGINT NOT NULL,
+                    last_error TEXT
+                )
+                """,
+                "CREATE INDEX apple_revocations_by_due ON apple_revocations (next_attempt_at)",
+                """
+                CREATE TABLE apple_notifications (
+                    event_key TEXT NOT NULL PRIMARY KEY,
+                    type TEXT NOT NULL,
+                    apple_user_id TEXT NOT NULL,
+                    user_id TEXT,
+                    event_time BIGINT NOT NULL,
+                    received_at BIGINT NOT NULL,
+                    outcome TEXT NOT NULL
+                )
+                """,
+                "CREATE INDEX apple_notifications_by_time ON apple_notifications (received_at)",
+                """
+                CREATE TABLE web_flow_states (
+                    state_hash TEXT NOT NULL PRIMARY KEY,
+                    nonce TEXT NOT NULL,
+                    return_url TEXT NOT NULL,
+                    created_at BIGINT NOT NULL,
+                    expires_at BIGINT NOT NULL,
+                    used_at BIGINT
+                )
+                """,
+                "CREATE INDEX web_flow_states_by_expiry ON web_flow_states (expires_at)",
+            ]
+        ),
+        Migration(
+            version: 3,
+            release: "0.2.0",
+            summary: "Team transfer (TN3159): the accounts' transfer subjects.",
+            statements: [
+                """
+                CREATE TABLE user_transfers (
+                    user_id TEXT NOT NULL PRIMARY KEY REFERENCES users (id) ON DELETE CASCADE,
+                    transfer_sub TEXT NOT NULL UNIQUE,
+                    target_team TEXT NOT NULL,
+                    exported_at BIGINT NOT NULL,
+                    transferred_at BIGINT
+                )
+                """,
+                "CREATE INDEX user_transfers_by_state ON user_transfers (transferred_at, user_id)",
+            ]
+        ),
+        Migration(
+            version: 4,
+            release: "0.3.0",
+            summary: "Operators find accounts by email and disable them.",
+            statements: [
+                "ALTER TABLE users ADD COLUMN disabled_at BIGINT",
+                "CREATE INDEX users_by_email ON users (lower(email))",
+            ]
+        ),
+        // The operator console. Accounts get search keys compared bytewise (lower-cased as `SearchKey` does: the
         // statements fold ASCII letters, `finish` the others) and their last sign-in (for existing accounts, their
         // newest session's); sessions get how and from where they started; refresh tokens when a non-rotating
         // contract last checked them (with `used_at`, the session's last use); the audit log with the kept counts of
         // settled days (`audit_daily_counts`, and `audit_counted_days` for which days they hold); admin grants.
-        [
-            "ALTER TABLE users ADD COLUMN email_key \(SQLBytewiseText())",
-            "ALTER TABLE users ADD COLUMN given_name_key \(SQLBytewiseText())",
-            "ALTER TABLE users ADD COLUMN family_name_key \(SQLBytewiseText())",
-            "ALTER TABLE users ADD COLUMN last_sign_in_at BIGINT",
-            """
-            UPDATE users SET
-                email_key = lower(email), given_name_key = lower(given_name), family_name_key = lower(family_name),
-                last_sign_in_at = (SELECT MAX(created_at) FROM sessions WHERE sessions.user_id = users.id)
-            """,
-            "DROP INDEX users_by_email",
-            "CREATE INDEX users_by_email_key ON users (email_key, id)",
-            "CREATE INDEX users_by_given_name_key ON users (given_name_key, id)",
-            "CREATE INDEX users_by_family_name_key ON users (family_name_key, id)",
-            "ALTER TABLE sessions ADD COLUMN channel TEXT",
-            "ALTER TABLE sessions ADD COLUMN user_agent TEXT",
-            "ALTER TABLE sessions ADD COLUMN client_address TEXT",
-            "DROP INDEX sessions_by_user",
-            "CREATE INDEX sessions_by_user ON sessions (user_id, created_at)",
-            "ALTER TABLE refresh_tokens ADD COLUMN last_checked_at BIGINT",
-            """
-            CREATE TABLE audit_events (
-                id \(SQLBytewiseText()) NOT NULL PRIMARY KEY,
-                occurred_at BIGINT NOT NULL,
-                type \(SQLBytewiseText()) NOT NULL,
-                user_id TEXT,
-                actor TEXT NOT NULL,
-                actor_subject TEXT,
-                channel \(SQLBytewiseText()),
-                client_id TEXT,
-                reason \(SQLBytewiseText()),
-                session_id TEXT,
-                details TEXT
-            )
-            """,
-            "CREATE INDEX audit_events_by_time ON audit_events (occurred_at, id)",
-            "CREATE INDEX audit_events_by_user ON audit_events (user_id, occurred_at, id)",
-            // With channel and reason, so that the day's counts read the index alone.
-            "CREATE INDEX audit_events_by_type ON audit_events (type, occurred_at, id, channel, reason)",
-            """
-            CREATE TABLE audit_daily_counts (
-                day BIGINT NOT NULL,
-                type \(SQLBytewiseText()) NOT NULL,
-                channel \(SQLBytewiseText()) NOT NULL,
-                reason \(SQLBytewiseText()) NOT NULL,
-                count BIGINT NOT NULL,
-                PRIMARY KEY (day, type, channel, reason)
-            )
-            """,
-            "CREATE TABLE audit_counted_days (day BIGINT NOT NULL PRIMARY KEY)",
-            // The few anonymised accounts, which the account totals leave out.
-            "CREATE INDEX users_anonymised ON users (created_at) WHERE apple_user_id LIKE 'anonymised:%'",
-            """
-            CREATE TABLE admin_grants (
-                subject TEXT NOT NULL PRIMARY KEY,
-                granted_by TEXT NOT NULL,
-                granted_by_subject TEXT,
-                granted_at BIGINT NOT NULL
-            )
-            """,
-        ],
-        // 6: the OpenID provider's authorization codes (by hash), single use, with the session their redemption
+        Migration(
+            version: 5,
+            release: "0.4.0",
+            summary:
+                "The operator console: search keys, last sign-in, how sessions started, the audit log and its daily counts, admin grants.",
+            statements: [
+                "ALTER TABLE users ADD COLUMN email_key \(SQLBytewiseText())",
+                "ALTER TABLE users ADD COLUMN given_name_key \(SQLBytewiseText())",
+                "ALTER TABLE users ADD COLUMN family_name_key \(SQLBytewiseText())",
+                "ALTER TABLE users ADD COLUMN last_sign_in_at BIGINT",
+                """
+                UPDATE users SET
+                    email_key = lower(email), given_name_key = lower(given_name), family_name_key = lower(family_name),
+                    last_sign_in_at = (SELECT MAX(created_at) FROM sessions WHERE sessions.user_id = users.id)
+                """,
+                "DROP INDEX users_by_email",
+                "CREATE INDEX users_by_email_key ON users (email_key, id)",
+                "CREATE INDEX users_by_given_name_key ON users (given_name_key, id)",
+                "CREATE INDEX users_by_family_name_key ON users (family_name_key, id)",
+                "ALTER TABLE sessions ADD COLUMN channel TEXT",
+                "ALTER TABLE sessions ADD COLUMN user_agent TEXT",
+                "ALTER TABLE sessions ADD COLUMN client_address TEXT",
+                "DROP INDEX sessions_by_user",
+                "CREATE INDEX sessions_by_user ON sessions (user_id, created_at)",
+                "ALTER TABLE refresh_tokens ADD COLUMN last_checked_at BIGINT",
+                """
+                CREATE TABLE audit_events (
+                    id \(SQLBytewiseText()) NOT NULL PRIMARY KEY,
+                    occurred_at BIGINT NOT NULL,
+                    type \(SQLBytewiseText()) NOT NULL,
+                    user_id TEXT,
+                    actor TEXT NOT NULL,
+                    actor_subject TEXT,
+                    channel \(SQLBytewiseText()),
+                    client_id TEXT,
+                    reason \(SQLBytewiseText()),
+                    session_id TEXT,
+                    details TEXT
+                )
+                """,
+                "CREATE INDEX audit_events_by_time ON audit_events (occurred_at, id)",
+                "CREATE INDEX audit_events_by_user ON audit_events (user_id, occurred_at, id)",
+                // With channel and reason, so that the day's counts read the index alone.
+                "CREATE INDEX audit_events_by_type ON audit_events (type, occurred_at, id, channel, reason)",
+                """
+                CREATE TABLE audit_daily_counts (
+                    day BIGINT NOT NULL,
+                    type \(SQLBytewiseText()) NOT NULL,
+                    channel \(SQLBytewiseText()) NOT NULL,
+                    reason \(SQLBytewiseText()) NOT NULL,
+                    count BIGINT NOT NULL,
+                    PRIMARY KEY (day, type, channel, reason)
+                )
+                """,
+                "CREATE TABLE audit_counted_days (day BIGINT NOT NULL PRIMARY KEY)",
+                // The few anonymised accounts, which the account totals leave out.
+                "CREATE INDEX users_anonymised ON users (created_at) WHERE apple_user_id LIKE 'anonymised:%'",
+                """
+                CREATE TABLE admin_grants (
+                    subject TEXT NOT NULL PRIMARY KEY,
+                    granted_by TEXT NOT NULL,
+                    granted_by_subject TEXT,
+                    granted_at BIGINT NOT NULL
+                )
+                """,
+            ]
+        ),
+        // The OpenID provider's authorization codes (by hash), single use, with the session their redemption
         // started, so that a replay ends it.
-        [
-            """
-            CREATE TABLE authorization_codes (
-                code_hash TEXT NOT NULL PRIMARY KEY,
-                client_id TEXT NOT NULL,
-                redirect_uri TEXT NOT NULL,
-                scope TEXT NOT NULL,
-                code_challenge TEXT,
-                nonce TEXT,
-                user_id TEXT NOT NULL REFERENCES users (id) ON DELETE CASCADE,
-                browser_session_id TEXT NOT NULL,
-                auth_time BIGINT NOT NULL,
-                created_at BIGINT NOT NULL,
-                expires_at BIGINT NOT NULL,
-                redeemed_at BIGINT,
-                issued_session_id TEXT
-            )
-            """,
-            "CREATE INDEX authorization_codes_by_expiry ON authorization_codes (expires_at)",
-            "CREATE INDEX authorization_codes_by_user ON authorization_codes (user_id)",
-        ],
-        // 7: a refresh token reaches its account through its session, whose foreign key already deletes the tokens
+        Migration(
+            version: 6,
+            release: "0.4.0",
+            summary: "The OpenID provider's authorization codes, single use.",
+            statements: [
+                """
+                CREATE TABLE authorization_codes (
+                    code_hash TEXT NOT NULL PRIMARY KEY,
+                    client_id TEXT NOT NULL,
+                    redirect_uri TEXT NOT NULL,
+                    scope TEXT NOT NULL,
+                    code_challenge TEXT,
+                    nonce TEXT,
+                    user_id TEXT NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+                    browser_session_id TEXT NOT NULL,
+                    auth_time BIGINT NOT NULL,
+                    created_at BIGINT NOT NULL,
+                    expires_at BIGINT NOT NULL,
+                    redeemed_at BIGINT,
+                    issued_session_id TEXT
+                )
+                """,
+                "CREATE INDEX authorization_codes_by_expiry ON authorization_codes (expires_at)",
+                "CREATE INDEX authorization_codes_by_user ON authorization_codes (user_id)",
+            ]
+        ),
+        // A refresh token reaches its account through its session, whose foreign key already deletes the tokens
         // with the account: the index on `refresh_tokens.user_id` and that column's own foreign key go. The index put
         // a page of its own (keyed by account, so rarely one another write had dirtied) into every sign-in's and
         // every refresh's commit, and the foreign key needs it (deleting an account would read every token). SQLite
         // has no statement to drop an unnamed foreign key, so `finish` edits the table's definition there.
-        ["DROP INDEX refresh_tokens_by_user"],
-        // 8: what a user allowed each public relying party on the consent page, so that it is asked once per client
+        Migration(
+            version: 7,
+            release: "0.4.0",
+            summary: "A refresh token reaches its account through its session: one index and one foreign key dropped.",
+            statements: ["DROP INDEX refresh_tokens_by_user"]
+        ),
+        // What a user allowed each public relying party on the consent page, so that it is asked once per client
         // (and again only for more scopes). Keyed by account first: deleting one reads its own rows only.
-        [
-            """
-            CREATE TABLE client_consents (
-                user_id TEXT NOT NULL REFERENCES users (id) ON DELETE CASCADE,
-                client_id TEXT NOT NULL,
-                scope TEXT NOT NULL,
-                granted_at BIGINT NOT NULL,
-                PRIMARY KEY (user_id, client_id)
-            )
-            """
-        ],
-        // 9: on PostgreSQL, triggers that announce endings and changes to every instance as they commit
+        Migration(
+            version: 8,
+            release: "0.4.0",
+            summary: "The OpenID consent page's answers, per account and client (client_consents).",
+            statements: [
+                """
+                CREATE TABLE client_consents (
+                    user_id TEXT NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+                    client_id TEXT NOT NULL,
+                    scope TEXT NOT NULL,
+                    granted_at BIGINT NOT NULL,
+                    PRIMARY KEY (user_id, client_id)
+                )
+                """
+            ]
+        ),
+        // On PostgreSQL, triggers that announce endings and changes to every instance as they commit
         // (``announcementTriggers``); SQLite has one process, which knows its own changes.
-        [],
-        // 10: on PostgreSQL, the counts every instance adds to for the limits of the whole deployment
+        Migration(
+            version: 9,
+            release: "0.4.0",
+            summary: "PostgreSQL only: triggers that announce endings and changes to every instance.",
+            statements: []
+        ),
+        // On PostgreSQL, the counts every instance adds to for the limits of the whole deployment
         // (``sharedCountsTable``); SQLite has one process, which counts in memory.
-        [],
-        // 11: the admin API's service tokens, found by the SHA-256 of their secret; a name is unique among the tokens
+        Migration(
+            version: 10,
+            release: "0.4.0",
+            summary: "PostgreSQL only: the counts every instance adds to for the deployment's limits.",
+            statements: []
+        ),
+        // The admin API's service tokens, found by the SHA-256 of their secret; a name is unique among the tokens
         // not revoked, so that the audit log's name for a token means one credential at a time.
-        [
-            """
-            CREATE TABLE admin_tokens (
-                token_hash TEXT NOT NULL PRIMARY KEY,
-                id TEXT NOT NULL UNIQUE,
-                name TEXT NOT NULL,
-                scope TEXT NOT NULL,
-                created_at BIGINT NOT NULL,
-                created_by TEXT NOT NULL,
-                created_by_subject TEXT,
-                expires_at BIGINT NOT NULL,
-                last_used_at BIGINT,
-                revoked_at BIGINT
-            )
-            """,
-            "CREATE UNIQUE INDEX admin_tokens_unrevoked_name ON admin_tokens (name) WHERE revoked_at IS NULL",
-        ],
+        Migration(
+            version: 11,
+            release: "0.4.0",
+            summary: "The admin API's service tokens (admin_tokens).",
+            statements: [
+                """
+                CREATE TABLE admin_tokens (
+                    token_hash TEXT NOT NULL PRIMARY KEY,
+                    id TEXT NOT NULL UNIQUE,
+                    name TEXT NOT NULL,
+                    scope TEXT NOT NULL,
+                    created_at BIGINT NOT NULL,
+                    created_by TEXT NOT NULL,
+                    created_by_subject TEXT,
+                    expires_at BIGINT NOT NULL,
+                    last_used_at BIGINT,
+                    revoked_at BIGINT
+                )
+                """,
+                "CREATE UNIQUE INDEX admin_tokens_unrevoked_name ON admin_tokens (name) WHERE revoked_at IS NULL",
+            ]
+        ),
     ]
 
     /// The schema version this build of siwa writes.
@@ -461,7 +528,7 @@ enum SQLSchema {
     ///   - schema: A PostgreSQL schema to create first (the connections' search path), or `nil`.
     ///   - logger: Logs each applied migration at info.
     /// - Returns: The version before migrating (0 for a new database).
-    /// - Throws: ``StoreError/Code/corrupt`` when the database was written by a newer siwa; driver errors otherwise.
+    /// - Throws: ``StoreError/Code/newerSchema`` when a newer siwa migrated the database; driver errors otherwise.
     @discardableResult
     static func migrate(_ connections: any SQLConnections, schema: String?, logger: Logger) async throws -> Int {
         let target = migrationTarget ?? currentVersion
@@ -473,19 +540,28 @@ enum SQLSchema {
                 .run()
             let found = try await appliedVersion(database)
             guard found <= currentVersion, target <= currentVersion else {
-                throw StoreError(
-                    .corrupt,
-                    "the database has schema version \(found), newer than this siwa's \(currentVersion)"
-                )
+                throw newerSchema(found)
             }
-            for (index, statements) in migrations.enumerated() where index + 1 > found && index + 1 <= target {
-                for statement in statements { try await database.raw(statement).run() }
-                try await finish(index + 1, database, flavor: connections.flavor)
-                try await database.raw("INSERT INTO schema_version (version) VALUES (\(bind: Int64(index + 1)))").run()
-                logger.info("applied store migration", metadata: ["version": "\(index + 1)"])
+            for migration in migrations where migration.version > found && migration.version <= target {
+                for statement in migration.statements { try await database.raw(statement).run() }
+                try await finish(migration.version, database, flavor: connections.flavor)
+                try await database.raw(
+                    "INSERT INTO schema_version (version) VALUES (\(bind: Int64(migration.version)))"
+                )
+                .run()
+                logger.info("applied store migration", metadata: ["version": "\(migration.version)"])
             }
             return found
         }
+    }
+
+    /// Why this build does not open a database at schema version `found`, which a newer release wrote.
+    static func newerSchema(_ found: Int) -> StoreError {
+        StoreError(
+            .newerSchema,
+            "the database has schema version \(found), from a newer siwa (this one knows versions 1 to \(currentVersion)): "
+                + "run the siwa that upgraded it, or roll back by restoring the backup taken before that upgrade"
+        )
     }
 
     /// The highest applied migration, or 0 when the database has no schema table (yet), without creating one.

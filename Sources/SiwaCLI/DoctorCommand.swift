@@ -56,9 +56,17 @@ struct DoctorCommand: AsyncParsableCommand {
         /// without it is a warning, which `serve` logs at start in the same words.
         var refuses: Bool? = nil
 
+        /// A database finding that `siwa serve` applies too before it opens the store (a schema it must not
+        /// write); not in the JSON.
+        var beforeOpening = false
+
         /// A problem that stops `siwa serve`.
         static func refusal(_ setting: String, _ message: String) -> Finding {
             Finding(setting: setting, ok: false, message: message, refuses: true)
+        }
+
+        private enum CodingKeys: String, CodingKey {
+            case setting, ok, message, note, refuses
         }
     }
 
@@ -180,10 +188,11 @@ struct DoctorCommand: AsyncParsableCommand {
         let poolSize = databaseSettings.map { $0.databaseMaxConnections ?? SQLAccountStore.defaultMaximumConnections }
         var database = await Self.checkDatabase(source, poolSize: poolSize)
         if reader == .serve {
-            // A SQLite file serve cannot create or open stops it before anything is written; PostgreSQL's connection
-            // is serve's store's to try (and name), as it starts.
+            // A SQLite file serve cannot create or open, and a schema from a newer siwa, stop it before anything is
+            // written; PostgreSQL's connection is serve's store's to try (and name), as it starts.
             database = database.filter {
                 $0.setting == "SIWA_DATABASE_MAX_CONNECTIONS" || $0.setting == "SIWA_DATABASE_PATH" && !$0.ok
+                    || $0.beforeOpening && !$0.ok
             }
         }
         findings += database
@@ -195,7 +204,45 @@ struct DoctorCommand: AsyncParsableCommand {
                 return finding
             }
         }
+        if reader == .doctor, let databaseSettings { findings += await Self.checkListeners(databaseSettings) }
         if reader == .doctor { findings += Self.shownValues(source, besides: findings) }
+        return findings
+    }
+
+    /// Whether `siwa serve` could listen where the settings say: each address is bound for a moment. A port held by a
+    /// siwa that answers there is a remark (the running service, when these are its settings); held by any other
+    /// process, a problem, as serve would stop on it.
+    static func checkListeners(_ settings: ServerSettings) async -> [Finding] {
+        var findings: [Finding] = []
+        for listener in ListenerProbe.listeners(of: settings) where listener.port != 0 {
+            let address = "\(listener.host):\(listener.port)"
+            guard let error = await ListenerProbe.bindError(listener) else {
+                findings.append(
+                    Finding(
+                        setting: listener.settings,
+                        ok: true,
+                        message: "\(listener.name) can listen on \(address)",
+                        note: true
+                    )
+                )
+                continue
+            }
+            let https = settings.tls != nil && listener.probePath == "/readyz"
+            if await ListenerProbe.siwaAnswers(at: listener, https: https) {
+                findings.append(
+                    Finding(
+                        setting: listener.settings,
+                        ok: true,
+                        message:
+                            "\(address) is held by a running siwa (it answers \(listener.probePath)): the service itself "
+                            + "when these are its settings; a second siwa serve with them would not start",
+                        note: true
+                    )
+                )
+            } else {
+                findings.append(.refusal(listener.settings, ListenerProbe.describe(listener, error)))
+            }
+        }
         return findings
     }
 
@@ -450,28 +497,25 @@ struct DoctorCommand: AsyncParsableCommand {
     /// On PostgreSQL it also compares `poolSize`, one instance's pool as serve reads `SIWA_DATABASE_MAX_CONNECTIONS`,
     /// with the connections the server lets this login open (``checkPoolSize(_:capacity:)``).
     static func checkDatabase(_ source: SettingsSource, poolSize: Int?) async -> [Finding] {
-        guard let connection = await checkDatabaseConnection(source) else { return [] }
-        guard connection.ok, connection.setting == "SIWA_DATABASE_URL",
-            let url = try? source.given(\.storage.databaseURL),
-            let poolSize
+        let connection = await checkDatabaseConnection(source)
+        guard connection.allSatisfy(\.ok), let url = (try? ServerSettings.databaseURL(from: source))??.url, let poolSize
         else {
-            return [connection]
+            return connection
         }
         var logger = Logger(label: "siwa.doctor")
         logger.logLevel = .error
         do {
             let capacity = try await SQLAccountStore.connectionCapacity(postgresURL: url, logger: logger)
-            return [connection, checkPoolSize(poolSize, capacity: capacity)]
+            return connection + [checkPoolSize(poolSize, capacity: capacity)]
         } catch {
             // It connected: a login that may not read the limits is no reason to fail the check.
-            return [
-                connection,
+            return connection + [
                 Finding(
                     setting: "SIWA_DATABASE_MAX_CONNECTIONS",
                     ok: true,
                     message: "could not compare with PostgreSQL's connection limits: \(error.reason)",
                     note: true
-                ),
+                )
             ]
         }
     }
@@ -528,34 +572,90 @@ struct DoctorCommand: AsyncParsableCommand {
     }
 
     /// The connection check of ``checkDatabase(_:poolSize:)``.
-    private static func checkDatabaseConnection(_ source: SettingsSource) async -> Finding? {
+    private static func checkDatabaseConnection(_ source: SettingsSource) async -> [Finding] {
         var logger = Logger(label: "siwa.doctor")
         logger.logLevel = .error
-        if source.isGiven(\.storage.databaseURL) {
-            // A URL its declaration refuses is named already.
-            guard let url = try? source.given(\.storage.databaseURL) else { return nil }
+        let given: (url: String, setting: String)?
+        do {
+            given = try ServerSettings.databaseURL(from: source)
+        } catch {
+            return [.refusal(error.variable, error.fix)]
+        }
+        if let given {
             do {
-                _ = try await SQLAccountStore.checkConnection(postgresURL: url, logger: logger)
-                return Finding(setting: "SIWA_DATABASE_URL", ok: true, message: "PostgreSQL: connects and answers")
+                let check = try await SQLAccountStore.checkConnection(postgresURL: given.url, logger: logger)
+                let shown = ServerSettings.shown(postgresURL: given.url)
+                return [Finding(setting: given.setting, ok: true, message: "PostgreSQL \(shown): connects and answers")]
+                    + checkSchema(check, setting: given.setting)
             } catch {
-                return .refusal("SIWA_DATABASE_URL", "cannot connect: \(error.reason)")
+                return [.refusal(given.setting, "cannot connect: \(error.reason)")]
             }
         }
-        guard let path = try? source.value(\.storage.databasePath) else { return nil }
-        do {
-            switch try await SQLAccountStore.checkConnection(sqlitePath: path, logger: logger) {
-            case .connected:
-                return Finding(setting: "SIWA_DATABASE_PATH", ok: true, message: "SQLite: \(path) opens and answers")
-            case .notCreatedYet:
-                return Finding(
+        // A URL its declaration refuses is named already.
+        guard !source.isGiven(\.storage.databaseURL), let path = try? source.value(\.storage.databasePath) else {
+            return []
+        }
+        var findings: [Finding] = []
+        if !source.isGiven(\.storage.databasePath), let file = source.configFile {
+            findings.append(
+                Finding(
                     setting: "SIWA_DATABASE_PATH",
-                    ok: true,
-                    message: "\(path): the SQLite file does not exist yet; `siwa migrate` creates it",
-                    note: true
+                    ok: false,
+                    message:
+                        "\(file) names no database: siwa serve uses \(path) in the folder it runs in, and the operator "
+                        + "commands refuse to guess; name it (database.path, or database.url or database.urlFile)"
+                )
+            )
+        }
+        do {
+            let check = try await SQLAccountStore.checkConnection(sqlitePath: path, logger: logger)
+            switch check {
+            case .connected:
+                findings.append(
+                    Finding(setting: "SIWA_DATABASE_PATH", ok: true, message: "SQLite: \(path) opens and answers")
+                )
+                findings += checkSchema(check, setting: "SIWA_DATABASE_PATH")
+            case .notCreatedYet:
+                findings.append(
+                    Finding(
+                        setting: "SIWA_DATABASE_PATH",
+                        ok: true,
+                        message: "\(path): the SQLite file does not exist yet; `siwa migrate` creates it",
+                        note: true
+                    )
                 )
             }
         } catch {
-            return .refusal("SIWA_DATABASE_PATH", "SQLite: \(error.reason)")
+            findings.append(.refusal("SIWA_DATABASE_PATH", "SQLite: \(error.reason)"))
         }
+        return findings
+    }
+
+    /// The schema version the database holds against this siwa's: a newer one stops `siwa serve` (a newer release
+    /// upgraded it), an older one is upgraded as serve starts.
+    static func checkSchema(_ check: SQLAccountStore.ConnectionCheck, setting: String) -> [Finding] {
+        guard case .connected(let found) = check else { return [] }
+        let current = SQLAccountStore.schemaVersion
+        if found > current {
+            var refusal = Finding.refusal(setting, SQLAccountStore.newerSchemaReason(found))
+            refusal.beforeOpening = true
+            return [refusal]
+        }
+        if found == current {
+            return [
+                Finding(setting: setting, ok: true, message: "the schema is current, version \(current)", note: true)
+            ]
+        }
+        let versions = found + 1 == current ? "version \(current)" : "versions \(found + 1) to \(current)"
+        return [
+            Finding(
+                setting: setting,
+                ok: true,
+                message:
+                    "the schema is at version \(found): siwa serve (or siwa migrate) applies \(versions) as it starts "
+                    + "(siwa migrate --dry-run lists them); take a backup first",
+                note: true
+            )
+        ]
     }
 }

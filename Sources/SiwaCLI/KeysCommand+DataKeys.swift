@@ -240,6 +240,29 @@ extension KeysCommand {
     /// `siwa keys retire-data-key`: an older key out of the key file, once nothing is sealed under it, kept in a file
     /// of its own for the database backups taken before.
     struct RetireDataKey: AsyncParsableCommand {
+        /// A running server seals with the key that sealed when it last read the key file, which it checks every
+        /// `dataKeyReloadInterval`: until each has read the rotated file, it may seal under the key about to be
+        /// retired. Waits out what is left of that time since the file changed (one second more), so that the count
+        /// that follows is final.
+        static func waitForServersToReadTheKeyFile(_ settings: ServerSettings) async throws {
+            guard !settings.dataKeyFromVariable,
+                let changed = try? FileManager.default.attributesOfItem(atPath: settings.dataKeyFile)[
+                    .modificationDate
+                ] as? Date
+            else { return }
+            let settled = changed.addingTimeInterval(
+                Double(settings.server.dataKeyReloadInterval.components.seconds) + 1
+            )
+            let wait = settled.timeIntervalSinceNow
+            guard wait > 0 else { return }
+            Terminal.error(
+                "waiting \(Int(wait.rounded(.up))) s, until every running siwa has read the key file changed at "
+                    + "\(changed.formatted(.iso8601)) (they check it every "
+                    + "\(settings.server.dataKeyReloadInterval.components.seconds) s)"
+            )
+            try await Task.sleep(for: .seconds(wait))
+        }
+
         static let configuration = CommandConfiguration(
             commandName: "retire-data-key",
             abstract: "Remove an older data key from the key file once no sealed item uses it, keeping a copy apart.",
@@ -308,6 +331,7 @@ extension KeysCommand {
                     )
                     throw ExitCode(1)
                 }
+                try await Self.waitForServersToReadTheKeyFile(settings)
                 let count = try await DataResealer(store: store, sealer: settings.quietDataSealer).census().count(id)
                 guard count == 0 else {
                     Terminal.error(

@@ -1,4 +1,7 @@
+import AppleSignIn
+import AppleSignInAsyncHTTPClient
 import AuthServer
+import HTTPTypes
 import NIOCore
 import NIOPosix
 
@@ -18,6 +21,10 @@ enum ListenerProbe {
         var settings: String
         var host: String
         var port: Int
+        /// A path a siwa answers there, and a text only siwa's answer holds: how doctor tells a running siwa from
+        /// another process.
+        var probePath = "/readyz"
+        var siwaMark = #""appleCredentials""#
 
         /// The metrics listener on `host`:`port`.
         static func metrics(host: String, port: Int) -> Listener {
@@ -25,7 +32,9 @@ enum ListenerProbe {
                 name: "the metrics listener",
                 settings: "SIWA_METRICS_HOST/SIWA_METRICS_PORT",
                 host: host,
-                port: port
+                port: port,
+                probePath: "/metrics",
+                siwaMark: "# TYPE siwa_"
             )
         }
     }
@@ -45,17 +54,48 @@ enum ListenerProbe {
     static func problems(_ listeners: [Listener]) async -> [String] {
         var problems: [String] = []
         for listener in listeners where listener.port != 0 {
-            do {
-                let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-                    .serverChannelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
-                    .bind(host: listener.host, port: listener.port)
-                    .get()
-                try? await channel.close()
-            } catch {
+            if let error = await bindError(listener) {
                 problems.append("\(listener.settings): \(describe(listener, error))")
             }
         }
         return problems
+    }
+
+    /// Why the listener's address cannot be bound now; `nil` when it can (it is closed again at once).
+    static func bindError(_ listener: Listener) async -> (any Error)? {
+        do {
+            let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+                .serverChannelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
+                .bind(host: listener.host, port: listener.port)
+                .get()
+            try? await channel.close()
+            return nil
+        } catch {
+            return error
+        }
+    }
+
+    /// Whether the process that holds the listener's port is a siwa: it answers the listener's probe path with siwa's
+    /// mark, within two seconds. A wildcard host is asked on loopback.
+    static func siwaAnswers(at listener: Listener, https: Bool) async -> Bool {
+        let host =
+            switch listener.host {
+            case "0.0.0.0", "": "127.0.0.1"
+            case "::": "[::1]"
+            case let host where host.contains(":"): "[\(host)]"
+            case let host: host
+            }
+        let request = HTTPRequest(
+            method: .get,
+            scheme: https ? "https" : "http",
+            authority: "\(host):\(listener.port)",
+            path: listener.probePath
+        )
+        guard
+            let answer = try? await AsyncHTTPClientTransport(maximumResponseBytes: 1 << 20)
+                .send(request, body: nil, timeout: .seconds(2))
+        else { return false }
+        return String(decoding: answer.body, as: UTF8.self).contains(listener.siwaMark)
     }
 
     static func describe(_ listener: Listener, _ error: any Error) -> String {

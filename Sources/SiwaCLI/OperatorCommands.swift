@@ -47,11 +47,40 @@ func withConfiguredStoreAndSchema<R>(
     needsDataKey: Bool = false,
     _ body: (ServerSettings, any AccountStore, _ foundSchemaVersion: Int) async throws -> R
 ) async throws -> R {
+    let (settings, logger) = try await operatorSettings(
+        options,
+        createsDatabase: createsDatabase,
+        needsDataKey: needsDataKey
+    )
+    let opened = try await StoreFactory.open(settings, logger: logger, checksDataKey: needsDataKey)
+    do {
+        let result = try await body(settings, opened.store, opened.foundSchemaVersion)
+        await opened.close()
+        return result
+    } catch {
+        await opened.close()
+        throw error
+    }
+}
+
+/// The settings of an operator command, with its database chosen (``ServerSettings/chooseOperatorDatabase(_:createsDatabase:serviceConfiguration:)``)
+/// and named on standard error as its first line, and the logger it logs with. A setting that cannot be used is said
+/// there and exits 2.
+/// - Parameters:
+///   - createsDatabase: `siwa migrate`: a SQLite file that does not exist is created, and a data key with it.
+///   - createsDataKey: whether a missing data-key file is created (by default, when the database is).
+///   - needsDataKey: the command seals or unseals: a data key must exist.
+func operatorSettings(
+    _ options: StoreOptions,
+    createsDatabase: Bool,
+    createsDataKey: Bool? = nil,
+    needsDataKey: Bool = false
+) async throws -> (ServerSettings, Logger) {
     // Only the command that sets a database up creates a data key with it.
     var settings = try await ServerSettings.loadOrExit(
         configFile: options.config,
         purpose: .database,
-        createsDataKey: createsDatabase
+        createsDataKey: createsDataKey ?? createsDatabase
     )
     // The command prints its own answer on stdout: only warnings on stderr, unless SIWA_LOG_LEVEL asks for more.
     let logger = Logger.siwa(level: settings.logLevelIsSet ? settings.logLevel : .warning, format: settings.logFormat)
@@ -69,53 +98,153 @@ func withConfiguredStoreAndSchema<R>(
         Terminal.error("error: \(problem)")
         throw ExitCode(2)
     }
-    let opened = try await StoreFactory.open(settings, logger: logger, checksDataKey: needsDataKey)
-    do {
-        let result = try await body(settings, opened.store, opened.foundSchemaVersion)
-        await opened.close()
-        return result
-    } catch {
-        await opened.close()
-        throw error
-    }
+    // Which database the command acts on, before anything else: on standard error, so that --json stays one document.
+    Terminal.error("database: \(settings.databaseDescription)")
+    return (settings, logger)
 }
 
-/// `siwa migrate`: applies the store's migrations (they also run when the server starts).
+/// `siwa migrate`: applies the store's migrations (they also run when the server starts); `--dry-run` says which.
 struct MigrateCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "migrate",
         abstract: "Create or upgrade the database schema (SIWA_DATABASE_PATH or SIWA_DATABASE_URL).",
         discussion: """
+            Applies, in one transaction, every schema version the database lacks (docs/schema.md lists them). \
+            --dry-run prints them, each with what it changes, and changes nothing. On a database a newer siwa \
+            upgraded it changes nothing and exits 2: run that siwa, or restore the backup taken before the upgrade.
+
             Example:
+              siwa migrate --config /etc/siwa/siwa.json --dry-run
               SIWA_DATABASE_URL=postgres://siwa:secret@127.0.0.1:5432/siwa siwa migrate
             """
     )
 
     @OptionGroup var store: StoreOptions
 
+    @Flag(help: "Print the schema versions that would be applied, and change nothing.")
+    var dryRun = false
+
+    @Flag(help: "Print every schema version as Markdown (docs/schema.md) and exit.")
+    var reference = false
+
     @Flag(help: "Print JSON.")
     var json = false
 
+    /// The `--json` answer.
+    struct Output: Encodable {
+        var database: String
+        /// `created`, `upgraded` or `current`; with `--dry-run`, `would_create`, `would_upgrade` or `current`.
+        var schema: String
+        var from: String
+        var version: String
+        /// The versions applied, or with `--dry-run` those that would be.
+        var migrations: [Migration]
+
+        struct Migration: Encodable {
+            var version: Int
+            var release: String
+            var summary: String
+        }
+    }
+
+    /// `docs/schema.md`: every schema version, from the migrations themselves.
+    static var schemaReference: String {
+        var text = """
+            # Schema versions
+
+            Generated from siwa's migrations by `siwa migrate --reference > docs/schema.md`; a test compares the two. \
+            Each version is applied once, in order, in one transaction, when `siwa serve` or `siwa migrate` opens \
+            a database that lacks it; `siwa migrate --dry-run` lists those a database lacks and changes nothing. \
+            A siwa refuses a database whose version is newer than its own. No migration is undone in place: to go \
+            back to an older siwa, restore the backup taken before the upgrade \
+            ([deploy.md, section 8](deploy.md#8-upgrades)).
+
+            | version | release | what it changes |
+            |---|---|---|
+
+            """
+        for migration in SQLAccountStore.schemaMigrations {
+            text += "| \(migration.version) | \(migration.release) | \(migration.summary) |\n"
+        }
+        return text
+    }
+
     func run() async throws {
-        try await withConfiguredStoreAndSchema(self.store, createsDatabase: true) { settings, store, found in
-            try await store.ping()
-            let database = settings.databaseURL == nil ? settings.databasePath : "PostgreSQL"
-            let current = SQLAccountStore.schemaVersion
-            let (schema, sentence) =
-                switch found {
-                case 0: ("created", "created the schema, version \(current) (\(database))")
-                case current: ("current", "the schema is current, version \(current) (\(database))")
-                default: ("upgraded", "upgraded the schema from version \(found) to \(current) (\(database))")
-                }
-            if json {
-                print(
-                    try UsersCommand.json([
-                        "database": database, "schema": schema, "from": String(found), "version": String(current),
-                    ])
-                )
-            } else {
-                print(sentence)
-            }
+        if reference {
+            print(Self.schemaReference, terminator: "")
+            return
+        }
+        var (settings, logger) = try await operatorSettings(self.store, createsDatabase: true, createsDataKey: false)
+        // Read first, so that a database this siwa must not touch gets no data key and no new file.
+        let found: Int
+        do {
+            found = try await StoreFactory.schemaVersion(settings, logger: logger)
+        } catch {
+            Terminal.error("error: \(settings.databaseSettingName): \(error.reason)")
+            throw ExitCode(error.code == .newerSchema ? 2 : 1)
+        }
+        let current = SQLAccountStore.schemaVersion
+        guard found <= current else {
+            Terminal.error("error: \(settings.databaseSettingName): \(SQLAccountStore.newerSchemaReason(found))")
+            throw ExitCode(2)
+        }
+        let pending = SQLAccountStore.schemaMigrations.filter { $0.version > found }
+        if dryRun {
+            report(found: found, pending: pending, applied: false, settings: settings)
+            return
+        }
+        do {
+            try settings.readOrCreateDataKeys()
+        } catch let problem as ServerSettings.Problem {
+            Terminal.error("error: \(problem)")
+            throw ExitCode(2)
+        }
+        let opened = try await StoreFactory.open(settings, logger: logger)
+        let before = opened.foundSchemaVersion
+        await opened.close()
+        report(
+            found: before,
+            pending: SQLAccountStore.schemaMigrations.filter { $0.version > before },
+            applied: true,
+            settings: settings
+        )
+    }
+
+    private func report(
+        found: Int,
+        pending: [SQLAccountStore.SchemaMigration],
+        applied: Bool,
+        settings: ServerSettings
+    ) {
+        let database = settings.databaseURL == nil ? settings.databasePath : "PostgreSQL"
+        let current = SQLAccountStore.schemaVersion
+        let schema =
+            pending.isEmpty
+            ? "current"
+            : found == 0
+                ? (applied ? "created" : "would_create")
+                : (applied ? "upgraded" : "would_upgrade")
+        if json {
+            let output = Output(
+                database: database,
+                schema: schema,
+                from: String(found),
+                version: String(current),
+                migrations: pending.map { .init(version: $0.version, release: $0.release, summary: $0.summary) }
+            )
+            print((try? UsersCommand.json(output)) ?? "{}")
+            return
+        }
+        switch schema {
+        case "current": print("the schema is current, version \(current) (\(database))")
+        case "created": print("created the schema, version \(current) (\(database))")
+        case "upgraded": print("upgraded the schema from version \(found) to \(current) (\(database))")
+        case "would_create": print("would create the schema, version \(current) (\(database)); nothing changed:")
+        default: print("would upgrade the schema from version \(found) to \(current) (\(database)); nothing changed:")
+        }
+        guard !applied else { return }
+        for migration in pending {
+            print("  \(migration.version) (\(migration.release)): \(migration.summary)")
         }
     }
 }

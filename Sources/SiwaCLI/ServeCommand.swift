@@ -85,7 +85,23 @@ struct ServeCommand: AsyncParsableCommand {
                 metadata: ["endpoint": "\(tracingSettings.endpoint)", "sample_ratio": "\(tracingSettings.sampleRatio)"]
             )
         }
-        let store = try await StoreFactory.open(settings, logger: logger, checksDataKey: true)
+        // Held while serving: `siwa restore` refuses to replace the file under a running siwa, and a restore in
+        // progress stops this start.
+        var lock: DatabaseLock?
+        if settings.databaseURL == nil {
+            do {
+                lock = try DatabaseLock(database: settings.databasePath, mode: .serving)
+            } catch {
+                Terminal.error("error: SIWA_DATABASE_PATH: \(error)")
+                throw ExitCode(2)
+            }
+        }
+        let store = try await StoreFactory.open(
+            settings,
+            logger: logger,
+            checksDataKey: true,
+            applicationName: "siwa serve"
+        )
         // Serve refuses only data it needs at once (a signing key that does not open, above); an Apple refresh token
         // sealed under a key the ring lacks fails only when that account is revoked. Doctor's census names those, and
         // serve logs the same findings, counted while it already answers.
@@ -97,6 +113,7 @@ struct ServeCommand: AsyncParsableCommand {
             census.cancel()
             _ = await census.value
             await store.close()
+            lock?.release()
         }
         do {
             let app = try await buildApplication(

@@ -8,21 +8,30 @@ import Logging
 enum StoreFactory {
     /// An open store and how to close it.
     struct Opened: Sendable {
-        let store: any AccountStore
+        let store: SQLAccountStore
         let close: @Sendable () async -> Void
         /// The schema version found when opening (0: the schema was just created).
         var foundSchemaVersion = SQLAccountStore.schemaVersion
     }
 
-    /// - Parameter checksDataKey: the command seals or unseals: its data key must open what the database holds
-    ///   sealed, or it stops here naming the setting (``ServerSettings/checkDataKey(opens:)``).
-    static func open(_ settings: ServerSettings, logger: Logger, checksDataKey: Bool = false) async throws -> Opened {
+    /// - Parameters:
+    ///   - checksDataKey: the command seals or unseals: its data key must open what the database holds sealed, or it
+    ///     stops here naming the setting (``ServerSettings/checkDataKey(opens:)``).
+    ///   - applicationName: PostgreSQL's name for the connections (`siwa serve` for the server's, which a restore waits
+    ///     to see gone).
+    static func open(
+        _ settings: ServerSettings,
+        logger: Logger,
+        checksDataKey: Bool = false,
+        applicationName: String = "siwa"
+    ) async throws -> Opened {
         let store: SQLAccountStore
         do {
             if let url = settings.databaseURL {
                 store = try await SQLAccountStore.postgres(
                     url: url,
                     maximumConnections: settings.databaseMaxConnections,
+                    applicationName: applicationName,
                     logger: logger
                 )
                 logger.info("using PostgreSQL")
@@ -31,9 +40,7 @@ enum StoreFactory {
                 logger.info("using SQLite", metadata: ["path": "\(settings.databasePath)"])
             }
         } catch {
-            Terminal.error(
-                "error: \(settings.databaseURL == nil ? "SIWA_DATABASE_PATH" : "SIWA_DATABASE_URL"): \(error.reason)"
-            )
+            Terminal.error("error: \(settings.databaseSettingName): \(error.reason)")
             throw error
         }
         if checksDataKey {
@@ -51,6 +58,21 @@ enum StoreFactory {
             close: { await store.shutdown() },
             foundSchemaVersion: store.openedAtSchemaVersion
         )
+    }
+
+    /// The schema version of the database the settings name, read without creating or changing anything: 0 for a
+    /// SQLite file not created yet, or a database without siwa's tables.
+    static func schemaVersion(_ settings: ServerSettings, logger: Logger) async throws(StoreError) -> Int {
+        let check =
+            if let url = settings.databaseURL {
+                try await SQLAccountStore.checkConnection(postgresURL: url, logger: logger)
+            } else {
+                try await SQLAccountStore.checkConnection(sqlitePath: settings.databasePath, logger: logger)
+            }
+        switch check {
+        case .connected(let version): return version
+        case .notCreatedYet: return 0
+        }
     }
 
     /// Opens the store the settings name as it is, for `siwa doctor`: creates and migrates nothing, and fails unless

@@ -190,7 +190,8 @@ import Foundation
             let error = await #expect(throws: StoreError.self) {
                 try await SQLAccountStore.sqlite(path: path, logger: StoreHarness.quietLogger)
             }
-            #expect(error?.code == .corrupt, "a newer schema is not migrated down or overwritten")
+            #expect(error?.code == .newerSchema, "a newer schema is not migrated down or overwritten")
+            #expect(error?.reason.contains("from a newer siwa") == true, "\(String(describing: error))")
         }
     }
 

@@ -37,7 +37,7 @@ struct ConfigurationTests {
         let (status, out, _) = try await runChildProcess(
             SiwaProcess.executable.path,
             arguments: ["doctor", "--json"] + arguments,
-            environment: cleanEnvironment(environment),
+            environment: cleanEnvironment(SiwaProcess.unboundListeners.merging(environment) { $1 }),
             directory: directory.path
         )
         let stdout = String(decoding: out, as: UTF8.self)
@@ -59,7 +59,11 @@ struct ConfigurationTests {
         ("SIWA_ADMIN_ALLOWED_NETWORKS", "admin.allowedNetworks", "10.0.0.0/33"),
     ])
     func doctorAndServeRefuseTheSameValues(variable: String, key: String, value: String) async throws {
-        let base = ["SIWA_BUNDLE_IDS": "com.example.app", "SIWA_DATA_KEY_FILE": directory.path + "/k"]
+        // The ports as the file gives them (an empty variable is unset): two of the values are ports.
+        let base = [
+            "SIWA_BUNDLE_IDS": "com.example.app", "SIWA_DATA_KEY_FILE": directory.path + "/k", "SIWA_PORT": "",
+            "SIWA_METRICS_PORT": "",
+        ]
         let fromEnvironment = try await doctor([], base.merging([variable: value]) { $1 })
         #expect(fromEnvironment.status == 1, "\(fromEnvironment.stdout)")
         #expect(fromEnvironment.findings.contains { $0.setting == variable && !$0.ok })

@@ -8,7 +8,7 @@ import FoundationNetworking
 #endif
 
 /// One JSON request to a server the test started; the status and the JSON object answered.
-private func call(
+func call(
     _ method: String,
     _ url: String,
     json: [String: Any]? = nil,
@@ -84,90 +84,72 @@ struct DeploymentTests {
         }
     }
 
-    /// Section 6's drill, with the guide's own commands: back up, rotate and retire the data key, restore the backup
-    /// from before the retirement with the key `retire-data-key` kept, and sign in. Doctor calls the restored database
-    /// a problem until the kept key is back.
+    /// Section 6's drill, with the guide's own lines: back up while serving, rotate and retire the data key, and
+    /// restore the backup from before the retirement. The restore refuses, naming the kept key, until it is back; then
+    /// it lists what it undid, and the session from before the backup refreshes.
     @Test func aBackupFromBeforeARetirementRestoresWithTheKeptKey() async throws {
-        let backupFolder = "/var/backups/siwa"
-        let createBackupFolder = "install -d -m 0700 -o siwa -g siwa /var/backups/siwa"
-        let backUp =
-            #"runuser -u siwa -- sh -c 'umask 077 && sqlite3 /var/lib/siwa/siwa.sqlite ".backup /var/backups/siwa/siwa-$(date -u +%Y%m%dT%H%M%SZ).sqlite"'"#
-        let removeWAL = "runuser -u siwa -- rm -f /var/lib/siwa/siwa.sqlite-wal /var/lib/siwa/siwa.sqlite-shm"
-        let restore =
-            "runuser -u siwa -- install -m 0600 /var/backups/siwa/siwa-20250301T020000Z.sqlite /var/lib/siwa/siwa.sqlite"
-        let doctor = "runuser -u siwa -- siwa doctor --config /etc/siwa/siwa.json"
-        let addKeptKey =
-            "runuser -u siwa -- sh -c 'cat /var/lib/siwa/retired-data-keys/0123456789abcdef-2025-03-02.key >> /var/lib/siwa/siwa-data.key'"
-        let resume = "runuser -u siwa -- siwa keys rotate-data-key --resume --config /etc/siwa/siwa.json"
-        let text = try String(contentsOf: Self.root.appendingPathComponent("docs/deploy.md"), encoding: .utf8)
-        for line in [
-            createBackupFolder, backUp, "systemctl stop siwa", removeWAL, restore, doctor, addKeptKey,
-            "systemctl start siwa",
-            resume,
-        ] {
-            #expect(text.contains(line), "docs/deploy.md no longer says: \(line)")
-        }
+        let createBackupFolder = try Self.guideLine("install -d -m 0700 -o siwa -g siwa /var/backups/siwa")
+        let backUp = try Self.guideLine("siwa backup --output /var/backups/siwa --config")
+        let restore = try Self.guideLine("siwa restore /var/backups/siwa/siwa-20250301T020000Z.sqlite")
+        let doctor = try Self.guideLine("runuser -u siwa -- siwa doctor --config /etc/siwa/siwa.json")
+        let addKeptKey = try Self.guideLine("cat /var/lib/siwa/retired-data-keys/")
+        let resume = try Self.guideLine("siwa keys rotate-data-key --resume")
+        let retire = try Self.guideLine("siwa keys retire-data-key 0123456789abcdef")
 
         try await withGuidesFolder { guide in
             let keyFile = guide.folder.url.appendingPathComponent("siwa-data.key").path
-            var names = ["/var/lib/siwa": guide.folder.path, backupFolder: guide.folder.path + "/backups/siwa"]
-            let (before, backup) = try await guide.withServer { _ in
+            let backupFolder = guide.folder.path + "/backups/siwa"
+            var names = ["/var/lib/siwa": guide.folder.path, "/var/backups/siwa": backupFolder]
+            let before = try await guide.withServer { _ in
                 let before = try await guide.signIn("before@example.com")
                 #expect(try await guide.shell(createBackupFolder, names).status == 0)
                 let backedUp = try await guide.shell(backUp, names)
                 #expect(backedUp.status == 0, "\(backedUp.stderr)")
-                return (
-                    before,
-                    try #require(try FileManager.default.contentsOfDirectory(atPath: names[backupFolder]!).first)
-                )
+                #expect(backedUp.stdout.contains("backed up SQLite"), "\(backedUp.stdout)")
+                return before
             }
-            #expect(try mode(names[backupFolder]!) == 0o700, "the backup folder")
-            #expect(try mode(names[backupFolder]! + "/" + backup) == 0o600, "the backup")
+            let backup = try #require(
+                try FileManager.default.contentsOfDirectory(atPath: backupFolder).first { $0.hasSuffix(".sqlite") }
+            )
+            #expect(try mode(backupFolder) == 0o700, "the backup folder")
+            #expect(try mode(backupFolder + "/" + backup) == 0o600, "the backup")
+            #expect(try mode(backupFolder + "/" + backup + ".json") == 0o600, "the manifest")
             names["siwa-20250301T020000Z.sqlite"] = backup
 
             // Rotate and retire with the server running; a user signs up after.
             let old = try #require(try DataKeyRing.read(file: keyFile)).primary.id
-            let kept = try await guide.withServer { _ in
+            try await guide.withServer { _ in
                 let rotated = try await guide.siwa(["keys", "rotate-data-key", "--yes", "--config", "siwa.json"])
                 #expect(rotated.status == 0, "\(rotated.stderr)")
-                let retired = try await guide.siwa([
-                    "keys", "retire-data-key", old.description, "--json", "--config", "siwa.json",
-                ])
+                let retired = try await guide.shell(retire.replacing("0123456789abcdef", with: old.description), names)
                 #expect(retired.status == 0, "\(retired.stderr)")
-                let answer = try JSONSerialization.jsonObject(with: Data(retired.stdout.utf8)) as? [String: Any]
                 _ = try await guide.signIn("after@example.com")
-                return try #require(answer?["keptIn"] as? String)
             }
             #expect(try #require(try DataKeyRing.read(file: keyFile)).key(old) == nil, "the key file lost the old key")
-            #expect(try mode(kept) == 0o600)
-            names["/var/lib/siwa/retired-data-keys/0123456789abcdef-2025-03-02.key"] = kept
+            let kept = try #require(
+                try FileManager.default.contentsOfDirectory(atPath: guide.folder.path + "/retired-data-keys").first
+            )
+            let keptPath = guide.folder.path + "/retired-data-keys/" + kept
+            names["/var/lib/siwa/retired-data-keys/0123456789abcdef-2025-03-02.key"] = keptPath
 
-            // systemctl stop siwa: the server above has stopped. The restored database needs the retired key.
-            #expect(try await guide.shell(removeWAL, names).status == 0)
-            #expect(try await guide.shell(restore, names).status == 0)
-            #expect(try mode(guide.folder.url.appendingPathComponent("siwa.sqlite").path) == 0o600)
-            let refused = try await guide.shell(doctor, names)
-            #expect(refused.status == 1, "\(refused.stdout)")
+            // systemctl stop siwa: the server above has stopped. The backup needs the retired key: nothing replaced.
+            let refused = try await guide.shell(restore, names)
+            #expect(refused.status == 2, "\(refused.stdout)\(refused.stderr)")
             #expect(
-                refused.stdout.contains("✗ SIWA_DATA_KEY_FILE: the database holds")
-                    && refused.stdout.contains("sealed under data key \(old), which \(keyFile) lacks"),
-                "\(refused.stdout)"
+                refused.stderr.contains("sealed under data key \(old), which \(keyFile) lacks")
+                    && refused.stderr.contains("cat \(keptPath) >> \(keyFile)"),
+                "\(refused.stderr)"
             )
-            #expect(
-                refused.stdout.contains("cat \(kept) >> \(keyFile)"),
-                "doctor names the kept file: \(refused.stdout)"
-            )
-            // The commands that unseal stop at once, as serve does, and say the same.
-            let refusedCommand = try await guide.siwa(["keys", "data-keys", "--config", "siwa.json"])
-            #expect(
-                refusedCommand.status == 2 && refusedCommand.stderr.contains("cat \(kept) >> \(keyFile)"),
-                "\(refusedCommand.stderr)"
-            )
+            let users = try await guide.siwa(["users", "list", "--config", "siwa.json"])
+            #expect(users.stdout.contains("after@example.com"), "the refused restore replaced nothing")
 
             #expect(try await guide.shell(addKeptKey, names).status == 0)
+            let restored = try await guide.shell(restore, names)
+            #expect(restored.status == 0, "\(restored.stderr)")
+            #expect(restored.stdout.contains("1 account(s) created: gone"), "\(restored.stdout)")
+            #expect(try mode(guide.folder.url.appendingPathComponent("siwa.sqlite").path) == 0o600)
             let accepted = try await guide.shell(doctor, names)
             #expect(accepted.status != 1, "\(accepted.stdout)")
-            #expect(!accepted.stdout.contains("✗ SIWA_DATA_KEY_FILE"), "\(accepted.stdout)")
             #expect(
                 accepted.stdout.contains("✓ SIWA_DATA_KEY_FILE: the keys open the database's"),
                 "\(accepted.stdout)"
@@ -194,6 +176,27 @@ struct DeploymentTests {
         }
     }
 
+    /// A restore refuses under a serving siwa, and a siwa does not start under a restore: the lock beside the file.
+    @Test func aSQLiteRestoreRefusesUnderARunningSiwa() async throws {
+        let backUp = try Self.guideLine("siwa backup --output /var/backups/siwa --config")
+        let restore = try Self.guideLine("siwa restore /var/backups/siwa/siwa-20250301T020000Z.sqlite")
+        try await withGuidesFolder { guide in
+            let backupFolder = guide.folder.path + "/backups/siwa"
+            var names = ["/var/lib/siwa": guide.folder.path, "/var/backups/siwa": backupFolder]
+            try await guide.withServer { _ in
+                #expect(try await guide.shell(backUp, names).status == 0)
+                let backup = try #require(
+                    try FileManager.default.contentsOfDirectory(atPath: backupFolder).first { $0.hasSuffix(".sqlite") }
+                )
+                names["siwa-20250301T020000Z.sqlite"] = backup
+                let refused = try await guide.shell(restore, names)
+                #expect(refused.status == 2, "\(refused.stderr)")
+                #expect(refused.stderr.contains("siwa serve is running on"), "\(refused.stderr)")
+            }
+            #expect(try await guide.shell(restore, names).status == 0)
+        }
+    }
+
     /// The guide names the files the test above and the proxy tests use, so that it cannot describe others.
     @Test func theGuideNamesTheTestedFiles() throws {
         let guide = try String(contentsOf: Self.root.appendingPathComponent("docs/deploy.md"), encoding: .utf8)
@@ -201,7 +204,7 @@ struct DeploymentTests {
             "deployment/siwa.json", "deployment/siwa.service", "deployment/nginx-proxy.conf",
             "deployment/nginx-tls.conf", "swift build -c release --static-swift-stdlib", "LimitNOFILE",
             "scripts/release", "podman run",
-            "siwa migrate", "pg_dump", ".backup",
+            "siwa migrate", "siwa backup", "siwa restore", "pg_dump",
         ] {
             #expect(guide.contains(name), "docs/deploy.md does not mention \(name)")
         }
@@ -250,6 +253,7 @@ struct DeploymentTests {
         ) async throws -> (status: Int32, stdout: String, stderr: String) {
             var command = line.replacingOccurrences(of: "runuser -u siwa -- ", with: "")
                 .replacingOccurrences(of: " -o siwa -g siwa", with: "")
+                .replacingOccurrences(of: " -g siwa", with: "")
                 .replacingOccurrences(of: "/etc/siwa/siwa.json", with: folder.path + "/siwa.json")
             // The longest first, so that a folder does not replace part of a file's path in it.
             for (guide, here) in names.sorted(by: { $0.key.count > $1.key.count }) {
@@ -316,7 +320,11 @@ struct DeploymentTests {
 
     /// An empty server folder with only what the guide names, `siwa.json` (the guide's, with this machine's values)
     /// and the team's key, while the emulator plays Apple.
-    private func withGuidesFolder(_ body: (GuidesFolder) async throws -> Void) async throws {
+    /// - Parameter database: the configuration's `database` object; by default a SQLite file in the folder.
+    func withGuidesFolder(
+        database: [String: Any]? = nil,
+        _ body: (GuidesFolder) async throws -> Void
+    ) async throws {
         // Apple: the emulator's demo team (DEMOTEAM01, key DEMOKEY001, com.example.siwa.demo).
         try await withTemporaryFolder("siwa-deploy-apple") { apple in
             let (emulator, emulatorPort) = try await SiwaProcess.startEmulator(in: apple.url)
@@ -340,7 +348,7 @@ struct DeploymentTests {
                     "keyID": "DEMOKEY001", "privateKeyFile": keyFile, "bundleIDs": ["com.example.siwa.demo"],
                     "servicesID": "com.example.siwa.demo.web",
                     "dataKeyFile": folder.url.appendingPathComponent("siwa-data.key").path,
-                    "database": ["path": folder.url.appendingPathComponent("siwa.sqlite").path],
+                    "database": database ?? ["path": folder.url.appendingPathComponent("siwa.sqlite").path],
                 ]) { $1 }
                 try JSONSerialization.data(withJSONObject: configuration)
                     .write(to: folder.url.appendingPathComponent("siwa.json"))
@@ -359,7 +367,35 @@ struct DeploymentTests {
         }
     }
 
-    private func mode(_ path: String) throws -> Int? {
+    /// The line of `document` (in `docs/`) that holds `fragment`: a code block's whole line without its trailing
+    /// `# comment`, or the inline code span around it. The tests run the guide's lines as written, never retyped.
+    static func guideLine(_ fragment: String, in document: String = "deploy.md") throws -> String {
+        let text = try String(contentsOf: root.appendingPathComponent("docs/" + document), encoding: .utf8)
+        var inBlock = false
+        for line in text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init) {
+            if line.hasPrefix("```") {
+                inBlock.toggle()
+                continue
+            }
+            guard line.contains(fragment) else { continue }
+            if inBlock {
+                return line.replacing(/\s{2,}#\s.*$/, with: "")
+            }
+            for span in line.split(separator: "`", omittingEmptySubsequences: false).enumerated()
+            where span.offset % 2 == 1 && span.element.contains(fragment) {
+                return String(span.element)
+            }
+        }
+        throw GuideLineMissing(fragment: fragment, document: document)
+    }
+
+    struct GuideLineMissing: Error, CustomStringConvertible {
+        let fragment: String
+        let document: String
+        var description: String { "docs/\(document) has no line with \(fragment)" }
+    }
+
+    func mode(_ path: String) throws -> Int? {
         try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int
     }
 }

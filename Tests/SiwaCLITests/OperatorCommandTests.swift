@@ -62,8 +62,9 @@ struct OperatorCommandTests {
         #expect(answer?["storedKeys"] as? Int == 4)
         #expect((answer?["currentKey"] as? String)?.isEmpty == false)
         let migrate = try await SiwaProcess.run(["migrate", "--json"], environment: environment)
-        let migrated = try JSONSerialization.jsonObject(with: Data(migrate.stdout.utf8)) as? [String: String]
-        #expect(migrated?["schema"] == "current")
+        let migrated = try JSONSerialization.jsonObject(with: Data(migrate.stdout.utf8)) as? [String: Any]
+        #expect(migrated?["schema"] as? String == "current")
+        #expect((migrated?["migrations"] as? [Any])?.isEmpty == true, "nothing applied")
     }
 
     @Test func usersListAndShow() async throws {

@@ -83,6 +83,45 @@ struct ServeEnforcesDoctorTests {
         #expect(refusal.stderr.contains("\(listener) cannot listen on 127.0.0.1:\(port)"), "\(refusal.stderr)")
         #expect(refusal.stderr.contains("in use by another process"), "\(refusal.stderr)")
         expectNothingCreated()
+        // Doctor tries the same bind, and says the same.
+        let (status, findings, stdout) = try await doctor([], base.merging([variable: "\(port)"]) { $1 })
+        #expect(status == 1, "\(stdout)")
+        let settings = variable == "SIWA_PORT" ? "SIWA_HOST/SIWA_PORT" : "SIWA_METRICS_HOST/SIWA_METRICS_PORT"
+        let finding = try #require(findings.first { $0["setting"] as? String == settings }, "\(stdout)")
+        #expect(finding["refuses"] as? Bool == true)
+        #expect((finding["message"] as? String)?.contains("\(listener) cannot listen on 127.0.0.1:\(port)") == true)
+    }
+
+    /// Doctor run beside the service it checks (as the guide runs it after a key rotation) finds the ports held by
+    /// that siwa, which answers there: a remark, not the problem a foreign process would be.
+    @Test func portsHeldByARunningSiwaAreNoProblemToDoctor() async throws {
+        let port = try freeLoopbackPort(in: 10_000..<20_000)
+        let metricsPort = try freeLoopbackPort(in: 10_000..<20_000)
+        let settings = base.merging(["SIWA_PORT": "\(port)", "SIWA_METRICS_PORT": "\(metricsPort)"]) { $1 }
+        let log = folder.path + "/serve.log"
+        let server = try ChildProcess(
+            SiwaProcess.executable.path,
+            arguments: ["serve"],
+            environment: environment(settings),
+            directory: folder.path,
+            stdout: log,
+            stderr: log
+        )
+        defer { server.terminate(signal: SIGTERM) }
+        try #require(
+            try await SiwaProcess.waitUntilServing(port: port),
+            "\((try? String(contentsOfFile: log, encoding: .utf8)) ?? "")"
+        )
+        let (status, findings, stdout) = try await doctor([], settings)
+        #expect(status != 1, "\(stdout)")
+        for (name, path) in [("SIWA_HOST/SIWA_PORT", "/readyz"), ("SIWA_METRICS_HOST/SIWA_METRICS_PORT", "/metrics")] {
+            let finding = try #require(findings.first { $0["setting"] as? String == name }, "\(stdout)")
+            #expect(finding["note"] as? Bool == true, "\(finding)")
+            #expect(
+                (finding["message"] as? String)?.contains("is held by a running siwa (it answers \(path))") == true,
+                "\(finding)"
+            )
+        }
     }
 
     /// Secure cookies on an http public URL break every web sign-in (browsers drop them, the flow cookie too): a

@@ -23,7 +23,12 @@ struct SiwaProcess {
         return packageRoot.appendingPathComponent(".build/debug/siwa")
     }()
 
-    /// Runs `siwa` with `arguments` and waits for it off Swift's cooperative pool (see `offCooperativePool`).
+    /// Ports 0, for a doctor that should not bind siwa's default ports: another test's process may hold 8080 or 9464
+    /// at that moment, which doctor would rightly call a problem. A test of the listener check sets its own.
+    static let unboundListeners = ["SIWA_PORT": "0", "SIWA_METRICS_PORT": "0"]
+
+    /// Runs `siwa` with `arguments` and waits for it off Swift's cooperative pool (see `offCooperativePool`). `doctor`
+    /// runs with ``unboundListeners`` unless `extra` names the ports.
     static func run(
         _ arguments: [String],
         stdin: String? = nil,
@@ -32,6 +37,7 @@ struct SiwaProcess {
     ) async throws -> Result {
         var environment = ProcessInfo.processInfo.environment
         environment["NO_COLOR"] = "1"
+        if arguments.first == "doctor" { environment.merge(unboundListeners) { $1 } }
         environment.merge(extra) { $1 }
         let (status, stdout, stderr) = try await runChildProcess(
             executable.path,

@@ -30,7 +30,7 @@ struct StoreFactoryTests {
         var logger = Logger(label: "siwa.test")
         logger.logLevel = .error
         let opened = try await StoreFactory.open(settings, logger: logger)
-        let store = try #require(opened.store as? SQLAccountStore)
+        let store = opened.store
         let pool = store.connections as? SQLConnectionPool<PostgresConnection>
         await opened.close()
         #expect(pool?.limit == limit)

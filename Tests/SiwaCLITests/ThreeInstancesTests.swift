@@ -196,7 +196,7 @@ struct ThreeInstancesTests {
         try await withTemporaryFolder("siwa-three") { folder in
             let (emulator, emulatorPort) = try await SiwaProcess.startEmulator(in: folder.url)
             defer { SiwaProcess.stopEmulator(emulator) }
-            try await withFreshDatabase(postgres) { databaseURL in
+            try await withFreshPostgresDatabase(postgres, prefix: "siwa_three_") { databaseURL in
                 var settings = [
                     "SIWA_APPLE_BASE_URL": "http://127.0.0.1:\(emulatorPort)",
                     "SIWA_TEAM_ID": "DEMOTEAM01",
@@ -253,33 +253,6 @@ struct ThreeInstancesTests {
                 }
             }
         }
-    }
-
-    /// Runs `body` with a new database on the test's PostgreSQL server, dropped afterwards.
-    private func withFreshDatabase(_ url: String, _ body: (String) async throws -> Void) async throws {
-        var components = try #require(URLComponents(string: url))
-        let logger = Logger(label: "siwa.test.three") { _ in SwiftLogNoOpLogHandler() }
-        let configuration = PostgresConnection.Configuration(
-            host: try #require(components.host),
-            port: components.port ?? 5432,
-            username: try #require(components.user),
-            password: components.password,
-            database: String(components.path.dropFirst()),
-            tls: .disable
-        )
-        let name = "siwa_three_" + UUID().uuidString.lowercased().replacing("-", with: "")
-        let connection = try await PostgresConnection.connect(configuration: configuration, id: 1, logger: logger)
-        try await connection.query("CREATE DATABASE \(unescaped: name)", logger: logger)
-        components.path = "/" + name
-        do {
-            try await body(try #require(components.string))
-        } catch {
-            _ = try? await connection.query("DROP DATABASE \(unescaped: name) WITH (FORCE)", logger: logger)
-            try? await connection.close()
-            throw error
-        }
-        _ = try? await connection.query("DROP DATABASE \(unescaped: name) WITH (FORCE)", logger: logger)
-        try? await connection.close()
     }
 }
 

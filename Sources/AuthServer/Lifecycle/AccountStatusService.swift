@@ -43,6 +43,21 @@ public struct AccountStatusService: Sendable {
         return disabled
     }
 
+    /// Ends one session, as an operator does (`siwa restore --reapply` ending again what a restore brought back):
+    /// running servers refuse it at their next store refresh. Returns whether it was active; the audit log records it.
+    /// - Parameters:
+    ///   - sessionID: the session.
+    ///   - userID: its account, when known (for the audit log).
+    ///   - actor: who ends it; `reason`: why, a short code.
+    public func endSession(
+        _ sessionID: SessionID,
+        userID: UserID?,
+        by actor: AuditActor = .operator,
+        reason: String
+    ) async throws -> Bool {
+        try await SessionEnding.endInStore(sessionID, userID: userID, by: actor, reason: reason, audit: audit)
+    }
+
     /// Enables the account again; `nil` when there is no such account. The audit log records it, by `actor`.
     public func enable(_ userID: UserID, by actor: AuditActor = .operator) async throws -> UserRecord? {
         guard let enabled = try await store.enableUser(id: userID, now: clock.now) else { return nil }

@@ -74,6 +74,21 @@ struct SessionEnding: Sendable {
 
     /// Records ``AuditEventType/sessionEnded`` once per session in `ended`. The one place it is recorded: also for
     /// services with no server memory to update (`siwa users disable` ends sessions in the store's transaction).
+    /// Ends one session in the store alone, for a process without a server's memory (an operator command): running
+    /// servers refuse it at their next store refresh, or as PostgreSQL announces it. Records
+    /// ``AuditEventType/sessionEnded`` when it was active, and returns whether it was.
+    static func endInStore(
+        _ sessionID: SessionID,
+        userID: UserID?,
+        by actor: AuditActor,
+        reason: String,
+        audit: AuditLog
+    ) async throws -> Bool {
+        let ended = try await audit.store.revokeSession(sessionID, now: audit.clock.now)
+        if ended { await Self.audit(ended: [sessionID], userID: userID, by: actor, reason: reason, in: audit) }
+        return ended
+    }
+
     static func audit(
         ended: [SessionID],
         userID: UserID?,

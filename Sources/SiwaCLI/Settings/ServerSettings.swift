@@ -39,8 +39,13 @@ struct ServerSettings {
     var dataKeyCreated = false
     /// Whether ``dataKeys`` came from `SIWA_DATA_KEY` rather than ``dataKeyFile``.
     var dataKeyFromVariable = false
-    /// Whether the database location was set (`SIWA_DATABASE_URL` or `SIWA_DATABASE_PATH`) rather than defaulted.
+    /// Whether the database location was set (`SIWA_DATABASE_URL`, `SIWA_DATABASE_URL_FILE` or `SIWA_DATABASE_PATH`)
+    /// rather than defaulted.
     var databaseIsConfigured = false
+    /// The setting ``databaseURL`` came from: `SIWA_DATABASE_URL`, or `SIWA_DATABASE_URL_FILE` naming its file.
+    var databaseURLSetting = "SIWA_DATABASE_URL"
+    /// The configuration file the settings were read from, if any.
+    var configFile: String?
     /// `tracing.*`; `nil` without `SIWA_TRACING_ENDPOINT`: tracing off.
     var tracing: TracingSettings?
 
@@ -196,8 +201,13 @@ struct ServerSettings {
         settings.tracing = try TracingSettings.load(from: source)
         try loadTLS(into: &settings, from: source)
         settings.logLevelIsSet = source.isGiven(\.server.logLevel)
-        settings.databaseURL = try source.given(\.storage.databaseURL)
-        settings.databaseIsConfigured = source.isGiven(\.storage.databaseURL) || source.isGiven(\.storage.databasePath)
+        if let given = try databaseURL(from: source) {
+            settings.databaseURL = given.url
+            settings.databaseURLSetting = given.setting
+        }
+        settings.databaseIsConfigured =
+            settings.databaseURL != nil || source.isGiven(\.storage.databasePath)
+        settings.configFile = source.configFile
         settings.databaseMaxConnections = try source.value(\.storage.databaseMaxConnections)
         settings.server.storeRefreshInterval = try source.value(\.storage.databasePollInterval)
         let keyFile = settings.dataKeyFile
@@ -498,6 +508,16 @@ struct ServerSettings {
     }
 
     /// The data keys of the key file, created on first start with one new key (0600).
+    /// Reads the data-key file, creating it when missing, unless the keys were read already: what `siwa migrate` does
+    /// once it knows that it will migrate.
+    mutating func readOrCreateDataKeys() throws {
+        guard !dataKeyFound else { return }
+        let existed = FileManager.default.fileExists(atPath: dataKeyFile)
+        dataKeys = try Self.loadDataKeys(file: dataKeyFile)
+        dataKeyFound = true
+        dataKeyCreated = !existed
+    }
+
     static func loadDataKeys(file: String) throws -> DataKeyRing {
         if let ring = try DataKeyFile.read(file) { return ring }
         return try DataKeyFile.create(file)
@@ -551,17 +571,45 @@ extension ServerSettings {
     /// The SQLite file `siwa demo` creates in its folder.
     static let demoDatabasePath = "siwa-demo.sqlite"
 
+    /// The configuration of a service installed as `docs/deploy.md` says: an operator command given neither it nor a
+    /// database refuses to guess while it exists.
+    static let serviceConfigurationFile = "/etc/siwa/siwa.json"
+
     /// The database of an operator command: `--database` when given; else the configured one; else `siwa.sqlite`,
     /// or the demo's file when only that exists in this folder (so that `siwa users list` after `siwa demo` lists the
-    /// demo's users). A SQLite file that does not exist is refused unless `createsDatabase`.
-    mutating func chooseOperatorDatabase(_ flag: String?, createsDatabase: Bool) throws {
+    /// demo's users). A SQLite file that does not exist is refused unless `createsDatabase`. Never a default when a
+    /// configuration is given, or `serviceConfiguration` exists: that would be another database than the service's.
+    mutating func chooseOperatorDatabase(
+        _ flag: String?,
+        createsDatabase: Bool,
+        serviceConfiguration: String = Self.serviceConfigurationFile
+    ) throws {
         if let flag, !flag.isEmpty {
             if flag.hasPrefix("postgres://") || flag.hasPrefix("postgresql://") {
                 databaseURL = flag
+                databaseURLSetting = "--database"
             } else {
                 databaseURL = nil
                 databasePath = flag
             }
+            databaseIsConfigured = true
+        } else if !databaseIsConfigured, let configFile {
+            // The service's database is whatever its configuration names; a guess here would act on another one.
+            throw Problem(
+                variable: "--config",
+                fix:
+                    "\(configFile) names no database (database.path, database.url or database.urlFile), so this "
+                    + "command would act on \(DataKeyFile.absolute(databasePath)), which need not be the service's: "
+                    + "name the database in the configuration (siwa serve reads the same), or pass --database"
+            )
+        } else if !databaseIsConfigured, FileManager.default.fileExists(atPath: serviceConfiguration) {
+            throw Problem(
+                variable: "--config",
+                fix:
+                    "\(serviceConfiguration) exists, and this command was given no configuration and no database: "
+                    + "pass --config \(serviceConfiguration) to act on the service's database, or --database for "
+                    + "another"
+            )
         } else if !databaseIsConfigured, !FileManager.default.fileExists(atPath: databasePath),
             FileManager.default.fileExists(atPath: Self.demoDatabasePath)
         {
@@ -582,6 +630,70 @@ extension ServerSettings {
 }
 
 extension ServerSettings {
+    /// The PostgreSQL URL the settings give, and the setting that gave it: `database.url`, or the file that
+    /// `database.urlFile` names (read here, as the user the command runs as). `nil` for SQLite.
+    /// - Throws: ``Problem`` naming the setting: both given, a file this user cannot read, or no URL in it (whose
+    ///   content is never repeated: it holds the password).
+    static func databaseURL(from source: SettingsSource) throws(Problem) -> (url: String, setting: String)? {
+        let declared = SettingsCatalog.declared.storage
+        let url = try source.given(\.storage.databaseURL)
+        guard let file = try source.given(\.storage.databaseURLFile) else {
+            return url.map { ($0, declared.databaseURL.variable) }
+        }
+        let variable = declared.databaseURLFile.variable
+        guard url == nil else {
+            throw Problem(
+                variable: variable,
+                fix: "\(declared.databaseURL.variable) is set too: set the URL or its file, not both"
+            )
+        }
+        guard let data = FileManager.default.contents(atPath: file) else {
+            let reason =
+                access(file, F_OK) == 0
+                ? "\(file) exists, but \(Self.userName) cannot read it: run the command as the user siwa serve runs "
+                    + "as (runuser -u siwa -- siwa …), with the file owned by root, group siwa, mode 0640"
+                : "there is no file \(file)"
+            throw Problem(variable: variable, fix: reason)
+        }
+        var text = String(decoding: data, as: UTF8.self)
+        while text.hasSuffix("\n") || text.hasSuffix("\r") { text.removeLast() }
+        text = text.trimmingCharacters(in: .whitespaces)
+        guard declared.databaseURL.refusal(of: text) == nil, !text.contains("\n") else {
+            throw Problem(
+                variable: variable,
+                fix:
+                    "\(file) must hold one line, postgres://user:password@host:port/database (its content is not shown)"
+            )
+        }
+        return (text, variable)
+    }
+
+    /// The user this process runs as, for messages.
+    private static var userName: String {
+        getpwuid(geteuid()).flatMap { $0.pointee.pw_name.map { String(cString: $0) } } ?? "uid \(geteuid())"
+    }
+
+    /// The setting that names the database: `SIWA_DATABASE_PATH`, or the one the PostgreSQL URL came from.
+    var databaseSettingName: String { databaseURL == nil ? "SIWA_DATABASE_PATH" : databaseURLSetting }
+
+    /// The database the settings name, for the first line of an operator command and for doctor: the engine, where
+    /// it is (a PostgreSQL URL without its password) and the setting that named it.
+    var databaseDescription: String {
+        if let databaseURL {
+            return "PostgreSQL \(Self.shown(postgresURL: databaseURL)) (\(databaseURLSetting))"
+        }
+        let path = DataKeyFile.absolute(databasePath)
+        return "SQLite \(path) (\(databaseIsConfigured ? "SIWA_DATABASE_PATH" : "the default, in this folder"))"
+    }
+
+    /// A PostgreSQL URL as it may be printed: user, host, port and database, never the password or the query.
+    static func shown(postgresURL url: String) -> String {
+        guard let components = URLComponents(string: url), let host = components.host else { return "(URL not shown)" }
+        let user = components.user.map { "\($0)@" } ?? ""
+        let port = components.port.map { ":\($0)" } ?? ""
+        return "\(user)\(host)\(port)\(components.path)"
+    }
+
     /// Where `siwa demo` writes the Apple side it runs with (`KEY=value` lines), beside the demo team's key.
     static let demoAppleSettingsFile = "siwa-emulator/demo-server.env"
 

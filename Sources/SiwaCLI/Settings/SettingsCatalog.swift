@@ -253,6 +253,15 @@ struct SettingsCatalog: Sendable {
                 throw .init("expected postgres://user:password@host:port/database")
             }
         }
+        let databaseURLFile = Setting.text(
+            "database.urlFile",
+            "SIWA_DATABASE_URL_FILE",
+            type: "path",
+            meaning:
+                "A file holding database.url, so that its password is in no configuration file: one line, owned by "
+                + "root, group siwa, 0640. Named in siwa.json, siwa serve and every operator command run as the siwa "
+                + "user read the same database."
+        )
         let databasePath = Setting.text(
             "database.path",
             "SIWA_DATABASE_PATH",
