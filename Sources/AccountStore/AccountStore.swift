@@ -196,11 +196,15 @@ public protocol AccountStore: Sendable {
 
     // MARK: OpenID Connect consents
 
-    /// What `userID` has allowed the public relying party `clientID`; `nil` when nothing. Deleting or anonymising the
-    /// account deletes its consents.
-    func clientConsent(userID: UserID, clientID: String) async throws(StoreError) -> ClientConsentRecord?
+    /// What `userID` has allowed the public relying party `clientID` answering at `redirectURI`; `nil` when nothing.
+    /// Deleting or anonymising the account deletes its consents.
+    func clientConsent(
+        userID: UserID,
+        clientID: String,
+        redirectURI: String
+    ) async throws(StoreError) -> ClientConsentRecord?
 
-    /// Keeps a consent, replacing the user's earlier one for the same client. Fails with
+    /// Keeps a consent, replacing the user's earlier one for the same client and redirect URI. Fails with
     /// ``StoreError/Code/notFound`` when the user does not exist.
     func saveClientConsent(_ consent: ClientConsentRecord) async throws(StoreError)
 

@@ -37,7 +37,8 @@ public actor InMemoryAccountStore: AccountStore {
     private var notifications: [AppleNotificationRecord] = []
     private var webStates: [[UInt8]: (state: WebFlowState, usedAt: Date?)] = [:]
     private var authorizationCodes: [[UInt8]: AuthorizationCodeRecord] = [:]
-    private var clientConsents: [UserID: [String: ClientConsentRecord]] = [:]
+    /// By user, then by client id and redirect URI.
+    private var clientConsents: [UserID: [[String]: ClientConsentRecord]] = [:]
     private var transfers: [UserID: AppleTransferRecord] = [:]
     /// The audit log, in append order (``InMemoryAccountStore+Console.swift``).
     var auditLog: [AuditEvent] = []
@@ -422,15 +423,19 @@ public actor InMemoryAccountStore: AccountStore {
         return authorizationCodes[codeHash]
     }
 
-    public func clientConsent(userID: UserID, clientID: String) throws(StoreError) -> ClientConsentRecord? {
+    public func clientConsent(
+        userID: UserID,
+        clientID: String,
+        redirectURI: String
+    ) throws(StoreError) -> ClientConsentRecord? {
         try checkAvailable()
-        return clientConsents[userID]?[clientID]
+        return clientConsents[userID]?[[clientID, redirectURI]]
     }
 
     public func saveClientConsent(_ consent: ClientConsentRecord) throws(StoreError) {
         try checkAvailable()
         guard users[consent.userID] != nil else { throw StoreError(.notFound, "no user for the consent") }
-        clientConsents[consent.userID, default: [:]][consent.clientID] = consent
+        clientConsents[consent.userID, default: [:]][[consent.clientID, consent.redirectURI]] = consent
     }
 
     public func redeemAuthorizationCode(

@@ -49,6 +49,11 @@ extension SQLAccountStore {
         }
     }
 
+    /// PostgreSQL statements that drop every table and function siwa's migrations create (tables with what depends on
+    /// them), for a restore to run first in the transaction that loads a backup: nothing of a newer schema stays
+    /// behind to block the backup's tables or a later migration. Drops only siwa's own objects, by name.
+    public static var postgresDropStatements: [String] { SQLSchema.dropStatements }
+
     /// How many connections named `siwa serve` (``postgres(url:schema:maximumConnections:applicationName:logger:)``)
     /// other than this check's are open on the PostgreSQL database of `url`: a restore must not run under a serving
     /// instance.

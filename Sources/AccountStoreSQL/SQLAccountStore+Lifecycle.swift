@@ -513,7 +513,7 @@ extension SQLAccountStore {
             """
         ).run()
         try await database.raw("DELETE FROM authorization_codes WHERE user_id = \(bind: userID)").run()
-        try await database.raw("DELETE FROM client_consents WHERE user_id = \(bind: userID)").run()
+        try await database.raw("DELETE FROM client_redirect_consents WHERE user_id = \(bind: userID)").run()
         try await database.raw("DELETE FROM apple_tokens WHERE user_id = \(bind: userID)").run()
         try await database.raw("DELETE FROM user_transfers WHERE user_id = \(bind: userID)").run()
         // The notification log keeps the events (and their keys, so that a redelivery stays a duplicate) but not who

@@ -343,7 +343,50 @@ enum SQLSchema {
                 "CREATE UNIQUE INDEX admin_tokens_unrevoked_name ON admin_tokens (name) WHERE revoked_at IS NULL",
             ]
         ),
+        // A consent names the redirect URI the page showed: any app can claim a public client's custom scheme, so
+        // one given for a client's first redirect URI must not let its second through unasked. The consents of
+        // version 8 name none, so they go: each user is asked once more.
+        Migration(
+            version: 12,
+            release: "0.4.0",
+            summary:
+                "The OpenID consents per account, client and redirect URI (client_redirect_consents; earlier "
+                + "consents are dropped, and users are asked once more).",
+            statements: [
+                """
+                CREATE TABLE client_redirect_consents (
+                    user_id TEXT NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+                    client_id TEXT NOT NULL,
+                    redirect_uri TEXT NOT NULL,
+                    scope TEXT NOT NULL,
+                    granted_at BIGINT NOT NULL,
+                    PRIMARY KEY (user_id, client_id, redirect_uri)
+                )
+                """,
+                "DROP TABLE client_consents",
+            ]
+        ),
     ]
+
+    /// Every table the migrations create (and the version table), PostgreSQL's `shared_counts` included; a test
+    /// compares the list with the tables of a migrated database, so that a new table cannot be missing here.
+    static let tableNames = [
+        "schema_version", "users", "apple_tokens", "sessions", "refresh_tokens", "server_nonces", "signing_keys",
+        "account_deletions", "apple_revocations", "apple_notifications", "web_flow_states", "user_transfers",
+        "audit_events", "audit_daily_counts", "audit_counted_days", "admin_grants", "authorization_codes",
+        "client_consents", "shared_counts", "admin_tokens", "client_redirect_consents",
+    ]
+
+    /// The functions the migrations create (PostgreSQL's announcement trigger's).
+    static let functionNames = ["siwa_announce"]
+
+    /// Statements that drop every table and function of ``tableNames`` and ``functionNames`` (tables with what
+    /// depends on them), for a restore that must leave nothing of a newer schema behind: a table a later migration
+    /// made would keep a foreign key on `users`, and a function would stop that migration from running again.
+    static var dropStatements: [String] {
+        tableNames.map { "DROP TABLE IF EXISTS \($0) CASCADE;" }
+            + functionNames.map { "DROP FUNCTION IF EXISTS \($0)() CASCADE;" }
+    }
 
     /// The schema version this build of siwa writes.
     static var currentVersion: Int { migrations.count }

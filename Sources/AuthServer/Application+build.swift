@@ -246,6 +246,7 @@ func assembleApplication(
         configuration: configuration,
         store: store,
         sessions: sessions,
+        audit: sessions.audit,
         clock: clock,
         consentTokens: FormToken(sealer: sealer, purpose: .clientConsent)
     )

@@ -223,46 +223,49 @@ extension AccountStoreConformance {
         let user = try await store.signIn(Fixture.facts(), now: Fixture.time(0)).user
         let other = try await store.signIn(Fixture.facts(), now: Fixture.time(0)).user
         let anonymised = try await store.signIn(Fixture.facts(), now: Fixture.time(0)).user
-        #expect(try await store.clientConsent(userID: user.id, clientID: "app.one") == nil)
+        let app = "com.example.one:/callback"
+        func consent(
+            _ owner: UserID,
+            _ client: String = "app.one",
+            at redirect: String? = nil
+        ) async throws
+            -> ClientConsentRecord?
+        {
+            try await store.clientConsent(userID: owner, clientID: client, redirectURI: redirect ?? app)
+        }
+        func record(_ owner: UserID, _ scope: String, at time: Int64, redirect: String? = nil) -> ClientConsentRecord {
+            ClientConsentRecord(
+                userID: owner,
+                clientID: "app.one",
+                redirectURI: redirect ?? app,
+                scope: scope,
+                grantedAt: Fixture.time(time)
+            )
+        }
+        #expect(try await consent(user.id) == nil)
         await #expect(throws: StoreError.notFound, "a consent needs its user") {
-            try await store.saveClientConsent(
-                ClientConsentRecord(userID: UserID(), clientID: "app.one", scope: "openid", grantedAt: Fixture.time(1))
-            )
+            try await store.saveClientConsent(record(UserID(), "openid", at: 1))
         }
 
-        let first = ClientConsentRecord(
-            userID: user.id,
-            clientID: "app.one",
-            scope: "openid",
-            grantedAt: Fixture.time(1)
-        )
-        try await store.saveClientConsent(first)
+        try await store.saveClientConsent(record(user.id, "openid", at: 1))
         for owner in [other.id, anonymised.id] {
-            try await store.saveClientConsent(
-                ClientConsentRecord(
-                    userID: owner,
-                    clientID: "app.one",
-                    scope: "openid email",
-                    grantedAt: Fixture.time(2)
-                )
-            )
+            try await store.saveClientConsent(record(owner, "openid email", at: 2))
         }
-        let stored = try #require(try await store.clientConsent(userID: user.id, clientID: "app.one"))
+        let stored = try #require(try await consent(user.id))
         #expect(stored.userID == user.id && stored.clientID == "app.one" && stored.scope == "openid")
+        #expect(stored.redirectURI == app)
         Fixture.expectSameTime(stored.grantedAt, Fixture.time(1))
-        #expect(try await store.clientConsent(userID: user.id, clientID: "app.two") == nil, "per client")
+        #expect(try await consent(user.id, "app.two") == nil, "per client")
+        #expect(try await consent(user.id, at: "com.example.one:/other") == nil, "per redirect URI")
+        #expect(try await consent(user.id, at: "com.example.one:/Callback") == nil, "the URI exactly")
 
-        let wider = ClientConsentRecord(
-            userID: user.id,
-            clientID: "app.one",
-            scope: "openid email profile",
-            grantedAt: Fixture.time(3)
-        )
-        try await store.saveClientConsent(wider)
-        let replaced = try #require(try await store.clientConsent(userID: user.id, clientID: "app.one"))
+        try await store.saveClientConsent(record(user.id, "openid email", at: 2, redirect: "com.example.one:/other"))
+        #expect(try await consent(user.id)?.scope == "openid", "one redirect URI's consent leaves the other's")
+        try await store.saveClientConsent(record(user.id, "openid email profile", at: 3))
+        let replaced = try #require(try await consent(user.id))
         #expect(replaced.scope == "openid email profile")
         Fixture.expectSameTime(replaced.grantedAt, Fixture.time(3))
-        #expect(try await store.clientConsent(userID: other.id, clientID: "app.one")?.scope == "openid email")
+        #expect(try await consent(other.id)?.scope == "openid email")
 
         _ = try await store.deleteUser(id: user.id, mode: .delete, appleRevocationDueAt: nil, now: Fixture.time(4))
         _ = try await store.deleteUser(
@@ -271,8 +274,9 @@ extension AccountStoreConformance {
             appleRevocationDueAt: nil,
             now: Fixture.time(4)
         )
-        #expect(try await store.clientConsent(userID: user.id, clientID: "app.one") == nil)
-        #expect(try await store.clientConsent(userID: anonymised.id, clientID: "app.one") == nil, "anonymised too")
-        #expect(try await store.clientConsent(userID: other.id, clientID: "app.one") != nil)
+        #expect(try await consent(user.id) == nil)
+        #expect(try await consent(user.id, at: "com.example.one:/other") == nil)
+        #expect(try await consent(anonymised.id) == nil, "anonymised too")
+        #expect(try await consent(other.id) != nil)
     }
 }

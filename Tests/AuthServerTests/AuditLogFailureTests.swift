@@ -36,6 +36,26 @@ struct AuditLogFailureTests {
     }
 }
 
+extension AuditLogFailureTests {
+    /// The server's one audit log counts every failed write, an account deletion's included: the deletion service used
+    /// a log of its own that counted none.
+    @Test func aFailingAuditWriteOfADeletionIsCounted() async throws {
+        let store = AuditFailingStore(base: InMemoryAccountStore())
+        try await ServerHarness.run(store: store, metrics: true) { harness in
+            let signIn = try await harness.signIn("audit-down-deleted@example.com")
+            let access = try #require(signIn.json.string("accessToken"))
+            let deleted = try await harness.call(.delete, "/api/me", bearer: access)
+            #expect(deleted.status.code < 300, "\(deleted.status)")
+            #expect(try await store.users(email: "audit-down-deleted@example.com").isEmpty, "deleted all the same")
+            let exposition = try await harness.metrics().body
+            let line = exposition.split(separator: "\n").first { $0.hasPrefix("siwa_audit_write_failures_total ") }
+            let count = line.flatMap { Int($0.split(separator: " ").last ?? "") } ?? 0
+            // The deletion, the session it ended, and the Apple revocation's outcome.
+            #expect(count >= 2, "\(line.map(String.init) ?? "no failures counted")")
+        }
+    }
+}
+
 /// A store whose ``appendAuditEvent(_:)`` always fails (the rest is `base`'s).
 private struct AuditFailingStore: AccountStore {
     let base: any AccountStore
@@ -163,8 +183,12 @@ private struct AuditFailingStore: AccountStore {
         try await base.authorizationCode(codeHash: codeHash)
     }
 
-    func clientConsent(userID: UserID, clientID: String) async throws(StoreError) -> ClientConsentRecord? {
-        try await base.clientConsent(userID: userID, clientID: clientID)
+    func clientConsent(
+        userID: UserID,
+        clientID: String,
+        redirectURI: String
+    ) async throws(StoreError) -> ClientConsentRecord? {
+        try await base.clientConsent(userID: userID, clientID: clientID, redirectURI: redirectURI)
     }
 
     func saveClientConsent(_ consent: ClientConsentRecord) async throws(StoreError) {

@@ -17,9 +17,13 @@ struct OpenIDConsentTests {
         logoutURI: "com.example.other:/signed-out"
     )
 
+    /// A second redirect URI of the public app: a consent given for the first says nothing about it.
+    static let secondRedirect = "com.example.rp:/second"
+
     private func run(_ body: @escaping @Sendable (ServerHarness) async throws -> Void) async throws {
         var named = RelyingParty.publicApp.client
         named.name = "Example Notes"
+        named.redirectURIs.append(Self.secondRedirect)
         let configuration = RelyingParty.configuration(extra: [Self.otherApp.client])
         var adjusted = configuration
         adjusted.openID.clients = configuration.openID.clients.map { $0.id == named.id ? named : $0 }
@@ -99,7 +103,11 @@ struct OpenIDConsentTests {
 
             // The consent is the store's, for every instance, and in the audit log.
             let user = try #require(try await harness.store.users(email: "consent@example.com").first)
-            let stored = try await harness.store.clientConsent(userID: user.id, clientID: RelyingParty.publicApp.id)
+            let stored = try await harness.store.clientConsent(
+                userID: user.id,
+                clientID: RelyingParty.publicApp.id,
+                redirectURI: RelyingParty.publicApp.redirectURI
+            )
             #expect(stored?.scope == "openid email")
             let events = try await harness.store.auditEvents(
                 AuditEventFilter(userID: user.id, types: [.clientConsentGranted]),
@@ -107,6 +115,50 @@ struct OpenIDConsentTests {
                 after: nil
             ).items
             #expect(events.count == 1 && events.first?.details["client"] == RelyingParty.publicApp.id)
+        }
+    }
+
+    /// Any app can claim a public client's scheme: allowing the client at one of its redirect URIs leaves the others
+    /// asking, and prompt=none there is consent_required.
+    @Test func aConsentIsForTheRedirectURIThePageNamed() async throws {
+        try await run { harness in
+            let (page, browser) = try await consentPage(harness, scope: "openid")
+            let allowed = try await harness.decide("allow", on: page, browser: browser)
+            #expect(allowed.location?.hasPrefix(RelyingParty.publicApp.redirectURI + "?") == true)
+
+            var second = RelyingParty.publicApp
+            second.redirectURI = Self.secondRedirect
+            let elsewhere = try await harness.browser(
+                .get,
+                ServerHarness.authorizePath(second, scope: "openid", pkce: PKCE()),
+                cookies: browser.cookies
+            )
+            #expect(elsewhere.status == .ok && elsewhere.body.contains(#"value="allow""#), "asked again")
+            #expect(elsewhere.body.contains(Self.secondRedirect), "naming where the answer goes")
+            let silent = try await harness.authorize(
+                ServerHarness.authorizePath(
+                    second,
+                    scope: "openid",
+                    state: "s",
+                    pkce: PKCE(),
+                    extra: [("prompt", "none")]
+                ),
+                browser: browser
+            )
+            #expect(silent["error"] == "consent_required" && silent["code"] == nil, "\(silent)")
+            let first = try await harness.authorize(
+                ServerHarness.authorizePath(.publicApp, scope: "openid", state: "f", pkce: PKCE()),
+                browser: browser
+            )
+            #expect(first["code"] != nil, "the first redirect URI stays allowed")
+
+            let user = try #require(try await harness.store.users(email: "consent@example.com").first)
+            let events = try await harness.store.auditEvents(
+                AuditEventFilter(userID: user.id, types: [.clientConsentGranted]),
+                limit: 10,
+                after: nil
+            ).items
+            #expect(events.first?.details["redirect_uri"] == RelyingParty.publicApp.redirectURI)
         }
     }
 
@@ -124,7 +176,13 @@ struct OpenIDConsentTests {
             let query = ServerHarness.query(of: try #require(declined.location))
             #expect(query["error"] == "access_denied" && query["code"] == nil && query["state"] == "state-123")
             let user = try #require(try await harness.store.users(email: "consent@example.com").first)
-            #expect(try await harness.store.clientConsent(userID: user.id, clientID: RelyingParty.publicApp.id) == nil)
+            #expect(
+                try await harness.store.clientConsent(
+                    userID: user.id,
+                    clientID: RelyingParty.publicApp.id,
+                    redirectURI: RelyingParty.publicApp.redirectURI
+                ) == nil
+            )
             let next = try await harness.browser(
                 .get,
                 ServerHarness.authorizePath(.publicApp, pkce: PKCE()),
@@ -153,7 +211,11 @@ struct OpenIDConsentTests {
                 #expect(answer.status == .forbidden || answer.status == .badRequest, "\(what): \(answer.status)")
                 #expect(answer.location == nil, "\(what)")
                 #expect(
-                    try await harness.store.clientConsent(userID: user.id, clientID: RelyingParty.publicApp.id) == nil,
+                    try await harness.store.clientConsent(
+                        userID: user.id,
+                        clientID: RelyingParty.publicApp.id,
+                        redirectURI: RelyingParty.publicApp.redirectURI
+                    ) == nil,
                     "\(what)"
                 )
             }
@@ -163,7 +225,11 @@ struct OpenIDConsentTests {
             let again = try await harness.decide("allow", on: page, browser: browser)
             #expect(again.status == .forbidden, "the same form twice: \(again.status)")
             #expect(again.location == nil, "no second code")
-            let consent = try await harness.store.clientConsent(userID: user.id, clientID: RelyingParty.publicApp.id)
+            let consent = try await harness.store.clientConsent(
+                userID: user.id,
+                clientID: RelyingParty.publicApp.id,
+                redirectURI: RelyingParty.publicApp.redirectURI
+            )
             #expect(consent?.scope == "openid", "only what the page showed is remembered")
         }
     }
@@ -177,7 +243,11 @@ struct OpenIDConsentTests {
                 #expect(answer.location == nil, what)
                 #expect(answer.headers[.contentType]?.hasPrefix("text/html") == true, what)
                 #expect(
-                    try await harness.store.clientConsent(userID: user.id, clientID: RelyingParty.publicApp.id) == nil,
+                    try await harness.store.clientConsent(
+                        userID: user.id,
+                        clientID: RelyingParty.publicApp.id,
+                        redirectURI: RelyingParty.publicApp.redirectURI
+                    ) == nil,
                     what
                 )
             }
@@ -224,7 +294,11 @@ struct OpenIDConsentTests {
                 "a token made for another client"
             )
             #expect(
-                try await harness.store.clientConsent(userID: user.id, clientID: Self.otherApp.id) == nil,
+                try await harness.store.clientConsent(
+                    userID: user.id,
+                    clientID: Self.otherApp.id,
+                    redirectURI: Self.otherApp.redirectURI
+                ) == nil,
                 "nor the other client allowed"
             )
 

@@ -65,3 +65,34 @@ func runPostgresStatement(_ url: String, _ statement: String) async throws {
     }
     try await connection.close()
 }
+
+/// The first column of each row `query` answers on the database of `url`, as text.
+func postgresTexts(_ url: String, _ query: String) async throws -> [String] {
+    let components = try #require(URLComponents(string: url))
+    let logger = Logger(label: "siwa.test.postgres") { _ in SwiftLogNoOpLogHandler() }
+    let connection = try await PostgresConnection.connect(
+        configuration: PostgresConnection.Configuration(
+            host: try #require(components.host),
+            port: components.port ?? 5432,
+            username: try #require(components.user),
+            password: components.password,
+            database: String(components.path.dropFirst()),
+            tls: .disable
+        ),
+        id: 1,
+        logger: logger
+    )
+    do {
+        var texts: [String] = []
+        for try await text in try await connection.query(PostgresQuery(unsafeSQL: query), logger: logger)
+            .decode(String.self)
+        {
+            texts.append(text)
+        }
+        try await connection.close()
+        return texts
+    } catch {
+        try? await connection.close()
+        throw error
+    }
+}

@@ -183,6 +183,37 @@ struct OperatorDatabaseTests {
         #expect(SQLAccountStore.schemaMigrations.map(\.version) == Array(1...SQLAccountStore.schemaVersion))
     }
 
+    /// A PostgreSQL restore drops siwa's tables and functions by name before it loads a backup: the names are every
+    /// one a migrated database holds, so that none of a newer schema is left behind.
+    @Test(.enabled(if: testPostgresURL != nil, "needs scripts/with-postgres"))
+    func theRestoreDropsEveryTableAndFunctionOfTheSchema() async throws {
+        try await withFreshPostgresDatabase(testPostgresURL!, prefix: "siwa_objects_") { url in
+            let store = try await SQLAccountStore.postgres(url: url, logger: Logger(label: "test"))
+            await store.shutdown()
+            let tables = try await postgresTexts(
+                url,
+                "SELECT tablename::text FROM pg_tables WHERE schemaname = current_schema()"
+            )
+            #expect(Set(tables) == Set(SQLSchema.tableNames).subtracting(["client_consents"]), "\(tables)")
+            let functions = try await postgresTexts(
+                url,
+                """
+                SELECT proname::text FROM pg_proc JOIN pg_namespace ON pg_namespace.oid = pronamespace
+                WHERE nspname = current_schema()
+                """
+            )
+            #expect(Set(functions) == Set(SQLSchema.functionNames), "\(functions)")
+            for statement in SQLAccountStore.postgresDropStatements {
+                try await runPostgresStatement(url, statement)
+            }
+            let left = try await postgresTexts(
+                url,
+                "SELECT tablename::text FROM pg_tables WHERE schemaname = current_schema()"
+            )
+            #expect(left.isEmpty, "\(left)")
+        }
+    }
+
     /// A database a newer siwa upgraded: doctor says serve would refuse, serve refuses before it writes a data key,
     /// and migrate changes nothing and calls it newer, not corrupt. On SQLite, and with the URL file on PostgreSQL.
     @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/sqlite3"), "needs the sqlite3 shell"))

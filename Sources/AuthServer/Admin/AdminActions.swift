@@ -14,7 +14,9 @@ struct AdminActions: Sendable {
     let logger: Logger
 
     /// Disables and enables accounts, recording the admin in the audit log.
-    var status: AccountStatusService { AccountStatusService(store: store, clock: clock, logger: logger) }
+    var status: AccountStatusService {
+        AccountStatusService(store: store, clock: clock, logger: logger, audit: sessions.audit)
+    }
 
     /// Ends the user's session `sessionID`, or all of them; returns those ended (recorded as ended by the admin).
     func endSessions(
@@ -32,7 +34,7 @@ struct AdminActions: Sendable {
         guard theirs.contains(where: { $0.id == sessionID }) else {
             throw AuthServerError(.notFound, AuthServerError.Code.notFound, "the user has no session \(sessionID)")
         }
-        try await sessions.ending.end(sessionID, userID: user.id, by: caller.actor, reason: "admin")
+        try await sessions.endSession(sessionID, userID: user.id, by: caller.actor, reason: "admin")
         return [sessionID]
     }
 
@@ -44,7 +46,7 @@ struct AdminActions: Sendable {
         guard let disabled = try await status.disable(user.id, by: caller.actor) else {
             throw AdminAPIController.noSuchUser
         }
-        sessions.ending.recordEnded(disabled.endedSessions, userID: user.id)
+        await sessions.noteEnded(disabled.endedSessions, userID: user.id)
         logger.info("account disabled by an admin", metadata: ["user": "\(user.id)", "by": "\(caller.logName)"])
         return disabled.user
     }
@@ -53,7 +55,7 @@ struct AdminActions: Sendable {
         guard let enabled = try await status.enable(user.id, by: caller.actor) else {
             throw AdminAPIController.noSuchUser
         }
-        sessions.ending.recordEnded([], userID: user.id)
+        await sessions.noteEnded([], userID: user.id)
         logger.info("account enabled by an admin", metadata: ["user": "\(user.id)", "by": "\(caller.logName)"])
         return enabled
     }

@@ -13,6 +13,8 @@ struct ServiceStackController: Sendable {
     let signIn: SignInService
     let sessions: SessionService
     let web: WebController
+    /// The accounts, for the samples' admin dump (`GET /users`).
+    var store: any AccountStore { signIn.store }
     var compatibility: CompatibilityConfiguration { configuration.compatibility }
 
     /// The web flow's `redirect_uri` on this contract: ServiceStack's provider URL, which Apple's `form_post` reaches.
@@ -338,9 +340,9 @@ struct ServiceStackController: Sendable {
                 ) ?? 100
             let cursor = try AdminAPIController.cursor(request)
             let page = try await AdminAPIController.refusingForeignCursors {
-                try await sessions.store.searchUsers("", limit: take, after: cursor)
+                try await store.searchUsers("", limit: take, after: cursor)
             }
-            let total = try await sessions.store.accountTotals(createdSince: []).total
+            let total = try await store.accountTotals(createdSince: []).total
             return try CompatResponse.json(
                 UsersResponse(results: page.items.map(userDump), total: total, next: page.next?.description)
             )

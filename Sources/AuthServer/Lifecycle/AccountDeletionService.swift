@@ -58,13 +58,34 @@ public struct AccountDeletionService: Sendable {
         clock: any WallClock,
         logger: Logger
     ) {
+        self.init(
+            configuration: configuration,
+            store: store,
+            apple: apple,
+            sealer: sealer,
+            clock: clock,
+            logger: logger,
+            audit: AuditLog(store: store, clock: clock, logger: logger)
+        )
+    }
+
+    /// The server's: its one ``AuditLog``, which counts failed writes in the metrics.
+    init(
+        configuration: AccountLifecycleConfiguration,
+        store: any AccountStore,
+        apple: AppleAPIClient?,
+        sealer: DataSealer,
+        clock: any WallClock,
+        logger: Logger,
+        audit: AuditLog
+    ) {
         self.configuration = configuration
         self.store = store
         self.apple = apple
         self.sealer = sealer
         self.clock = clock
         self.logger = logger
-        self.audit = AuditLog(store: store, clock: clock, logger: logger)
+        self.audit = audit
     }
 
     /// Deletes (or anonymises, per configuration) the account, queues its Apple token's revocation in the same

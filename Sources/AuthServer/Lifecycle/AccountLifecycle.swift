@@ -37,7 +37,8 @@ struct AccountLifecycle: Sendable {
             apple: apple,
             sealer: sealer,
             clock: clock,
-            logger: logger
+            logger: logger,
+            audit: sessions.audit
         )
     }
 
@@ -49,6 +50,7 @@ struct AccountLifecycle: Sendable {
             verifier: verifier,
             deletions: deletions,
             sessions: sessions,
+            audit: sessions.audit,
             clock: clock
         ).addRoutes(to: auth, api: api)
     }

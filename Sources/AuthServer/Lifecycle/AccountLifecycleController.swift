@@ -20,6 +20,8 @@ struct AccountLifecycleController: Sendable {
     let verifier: IdentityTokenVerifier
     let deletions: AccountDeletionService
     let sessions: SessionService
+    /// The server's audit log: Apple's notifications.
+    let audit: AuditLog
     let clock: any WallClock
 
     /// The answer to Apple.
@@ -90,7 +92,7 @@ struct AccountLifecycleController: Sendable {
             return NotificationAnswer(outcome: record.outcome)
         case .duplicate(let record):
             context.logger.info("Apple notification already applied", metadata: ["type": "\(record.type)"])
-            await sessions.audit.append(
+            await audit.append(
                 .appleNotificationIgnored,
                 userID: record.userID,
                 actor: .apple,
@@ -104,7 +106,6 @@ struct AccountLifecycleController: Sendable {
     /// Records a notification the store took: applied (and the account it deleted, by Apple), or ignored and why
     /// (`stale`, `unknown_user`, `ignored` for a type that changes nothing).
     private func recordInAuditLog(_ record: AppleNotificationRecord, deletedUser: UserID?) async {
-        let audit = sessions.audit
         guard record.outcome == "applied" else {
             await audit.append(
                 .appleNotificationIgnored,

@@ -18,10 +18,20 @@ public struct AccountStatusService: Sendable {
     ///   - clock: wall clock.
     ///   - logger: events.
     public init(store: any AccountStore, clock: any WallClock, logger: Logger) {
+        self.init(
+            store: store,
+            clock: clock,
+            logger: logger,
+            audit: AuditLog(store: store, clock: clock, logger: logger)
+        )
+    }
+
+    /// The server's: its one ``AuditLog``, which counts failed writes in the metrics.
+    init(store: any AccountStore, clock: any WallClock, logger: Logger, audit: AuditLog) {
         self.store = store
         self.clock = clock
         self.logger = logger
-        self.audit = AuditLog(store: store, clock: clock, logger: logger)
+        self.audit = audit
     }
 
     /// Disables the account and ends its sessions; `nil` when there is no such account. The audit log records the

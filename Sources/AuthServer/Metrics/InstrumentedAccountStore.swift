@@ -230,9 +230,13 @@ struct InstrumentedAccountStore: AccountStore {
 
     // MARK: OpenID Connect consents
 
-    func clientConsent(userID: UserID, clientID: String) async throws(StoreError) -> ClientConsentRecord? {
+    func clientConsent(
+        userID: UserID,
+        clientID: String,
+        redirectURI: String
+    ) async throws(StoreError) -> ClientConsentRecord? {
         try await measure("clientConsent") { () async throws(StoreError) in
-            try await base.clientConsent(userID: userID, clientID: clientID)
+            try await base.clientConsent(userID: userID, clientID: clientID, redirectURI: redirectURI)
         }
     }
 

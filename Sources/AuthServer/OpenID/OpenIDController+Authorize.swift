@@ -54,7 +54,8 @@ extension OpenIDController {
             return redirect.error(.init("access_denied", "the account is disabled or no longer exists"))
         }
         if client.requiresConsent,
-            try await !hasConsent(of: user.id, to: client, for: checked.scope) || checked.prompt.contains("consent")
+            try await !hasConsent(of: user.id, to: client, at: redirect.redirectURI, for: checked.scope)
+                || checked.prompt.contains("consent")
         {
             guard !checked.prompt.contains("none") else {
                 return redirect.error(.init("consent_required", "the user has not allowed this application yet"))

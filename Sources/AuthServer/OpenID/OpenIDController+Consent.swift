@@ -21,9 +21,16 @@ extension OpenIDController {
         checksOrigin: true
     )
 
-    /// Whether `userID` has allowed `client` at least `scope`.
-    func hasConsent(of userID: UserID, to client: OpenIDClient, for scope: Set<String>) async throws -> Bool {
-        guard let consent = try await store.clientConsent(userID: userID, clientID: client.id) else { return false }
+    /// Whether `userID` has allowed `client`, answering at `redirectURI`, at least `scope`.
+    func hasConsent(
+        of userID: UserID,
+        to client: OpenIDClient,
+        at redirectURI: String,
+        for scope: Set<String>
+    ) async throws -> Bool {
+        guard
+            let consent = try await store.clientConsent(userID: userID, clientID: client.id, redirectURI: redirectURI)
+        else { return false }
         return scope.isSubset(of: Self.scopeSet(consent.scope))
     }
 
@@ -251,22 +258,27 @@ extension OpenIDController {
         }
         switch decision {
         case "allow":
-            let earlier = try await store.clientConsent(userID: user.id, clientID: client.id)
+            let earlier = try await store.clientConsent(
+                userID: user.id,
+                clientID: client.id,
+                redirectURI: redirect.redirectURI
+            )
             let scope = checked.scope.union(earlier.map { Self.scopeSet($0.scope) } ?? [])
             try await store.saveClientConsent(
                 ClientConsentRecord(
                     userID: user.id,
                     clientID: client.id,
+                    redirectURI: redirect.redirectURI,
                     scope: Self.scopeString(scope),
                     grantedAt: clock.now
                 )
             )
-            await sessions.audit.append(
+            await audit.append(
                 .clientConsentGranted,
                 userID: user.id,
                 actor: .user,
                 sessionID: claims.sessionID,
-                details: ["client": client.id, "scope": Self.scopeString(scope)]
+                details: ["client": client.id, "redirect_uri": redirect.redirectURI, "scope": Self.scopeString(scope)]
             )
             return try await issueCode(
                 to: client,

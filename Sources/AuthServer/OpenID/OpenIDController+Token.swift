@@ -63,7 +63,7 @@ extension OpenIDController {
         guard let user = try await store.user(id: stored.userID), user.status == .active else {
             throw OAuthError.invalidGrant("the account is disabled or no longer exists")
         }
-        guard sessions.ending.revocations.status(of: stored.browserSessionID, userID: user.id) == .active else {
+        guard sessions.isActive(stored.browserSessionID, userID: user.id) else {
             throw OAuthError.invalidGrant("the browser session that authorized the code has ended")
         }
         let scope = Self.scopeSet(stored.scope)
@@ -98,7 +98,7 @@ extension OpenIDController {
                 sessionID: sessionID,
                 accessToken: access.token
             )
-            await sessions.audit.append(
+            await audit.append(
                 .signIn,
                 userID: user.id,
                 actor: .user,
@@ -120,7 +120,7 @@ extension OpenIDController {
         case .replayed(let replayed, let endedSession):
             // RFC 6749 §4.1.2: a code used twice; what its first use issued is revoked.
             let ended = endedSession.map { [$0] } ?? []
-            await sessions.ending.storeEnded(ended, userID: replayed.userID, by: .system, reason: "code_replayed")
+            await sessions.noteEnded(ended, userID: replayed.userID, by: .system, reason: "code_replayed")
             await refused(replayed.userID, client: client, reason: "code_replayed")
             context.logger.warning(
                 "OpenID authorization code replayed: its session revoked",
@@ -352,7 +352,7 @@ extension OpenIDController {
 
     /// Records a refused OpenID sign-in in the audit log.
     func refused(_ userID: UserID, client: OpenIDClient, reason: String) async {
-        await sessions.audit.append(
+        await audit.append(
             .signInRefused,
             userID: userID,
             actor: .system,

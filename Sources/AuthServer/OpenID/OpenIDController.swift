@@ -20,6 +20,8 @@ struct OpenIDController: Sendable {
     let configuration: AuthServerConfiguration
     let store: any AccountStore
     let sessions: SessionService
+    /// The server's audit log: sign-ins, refusals and consents.
+    let audit: AuditLog
     let clock: any WallClock
     /// The consent form's anti-forgery tokens.
     let consentTokens: FormToken

@@ -388,6 +388,27 @@ public final class SessionService: Sendable {
         return false
     }
 
+    /// Ends one session of `userID`, recorded as ended by `actor` for `reason`. Returns whether it was active.
+    @discardableResult
+    func endSession(_ sessionID: SessionID, userID: UserID, by actor: AuditActor, reason: String) async throws -> Bool {
+        try await ending.end(sessionID, userID: userID, by: actor, reason: reason)
+    }
+
+    /// Sessions the store has already ended, in the same transaction as what ended them: this instance refuses their
+    /// access tokens at once and reads the account again; with `actor`, each is recorded in the audit log as ended.
+    func noteEnded(_ sessionIDs: [SessionID], userID: UserID?, by actor: AuditActor? = nil, reason: String = "") async {
+        guard let actor else {
+            ending.recordEnded(sessionIDs, userID: userID)
+            return
+        }
+        await ending.storeEnded(sessionIDs, userID: userID, by: actor, reason: reason)
+    }
+
+    /// Whether the session is neither ended nor its account refused, as this instance knows it now.
+    func isActive(_ sessionID: SessionID, userID: UserID) -> Bool {
+        ending.revocations.status(of: sessionID, userID: userID) == .active
+    }
+
     /// Ends every session of a user.
     @discardableResult
     func endAllSessions(userID: UserID, by actor: AuditActor, reason: String) async throws -> [SessionID] {

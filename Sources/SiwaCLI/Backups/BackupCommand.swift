@@ -112,6 +112,11 @@ struct BackupCommand: AsyncParsableCommand {
         let takenAt = Date()
         let facts: (schema: Int, audit: BackupManifest.AuditMark?, keys: [String], census: DataResealer.Census)
         if let url = settings.databaseURL {
+            // Created 0600 first: pg_dump keeps the mode of a file it writes into.
+            guard FileManager.default.createFile(atPath: partial, contents: nil, attributes: [.posixPermissions: 0o600])
+            else {
+                throw PostgresTools.Failure(description: "cannot create \(partial)")
+            }
             let run = try await PostgresTools.run(
                 "pg_dump",
                 ["--format=custom", "--no-owner", "--no-privileges", "--file=\(partial)"],
@@ -120,7 +125,6 @@ struct BackupCommand: AsyncParsableCommand {
             guard run.status == 0 else {
                 throw PostgresTools.Failure(description: "pg_dump exited with \(run.status): \(run.standardError)")
             }
-            chmod(partial, 0o600)
             facts = try await BackupManifest.facts(of: store, settings: settings)
         } else {
             try await store.writeSQLiteBackup(to: partial)

@@ -141,22 +141,53 @@ struct RestoreCommand: AsyncParsableCommand {
         return manifest
     }
 
-    /// Puts the backup in place: SQLite's file through a copy beside the database, renamed over it once written and
-    /// synced (the old `-wal` and `-shm` belong to the replaced file); PostgreSQL's dump with `pg_restore` in one
-    /// transaction, dropping the objects it holds first.
+    /// Puts the backup in place. SQLite's file goes through a copy beside the database, renamed over it once written
+    /// and synced (the old `-wal` and `-shm` belong to the replaced file). PostgreSQL's dump becomes a script
+    /// (`pg_restore --file`) that `psql` runs in one transaction, after statements that drop every table and
+    /// function of siwa's schema: whatever fails, the database is as it was; whatever succeeds, nothing of a newer
+    /// schema is left behind.
     static func replace(_ settings: ServerSettings, with file: String) async throws {
         if let url = settings.databaseURL {
-            let database = URLComponents(string: url).map { String($0.path.dropFirst()) } ?? ""
-            let run = try await PostgresTools.run(
+            let script = file + ".restoring.sql"
+            unlink(script)
+            defer { unlink(script) }
+            guard
+                FileManager.default.createFile(
+                    atPath: script,
+                    contents: Data((SQLAccountStore.postgresDropStatements.joined(separator: "\n") + "\n").utf8),
+                    attributes: [.posixPermissions: 0o600]
+                )
+            else {
+                throw ServerSettings.Problem(variable: settings.databaseURLSetting, fix: "cannot write \(script)")
+            }
+            // Created 0600 first: pg_restore keeps the mode of a file it writes into, and the script holds the data.
+            let body = script + ".body"
+            unlink(body)
+            defer { unlink(body) }
+            guard FileManager.default.createFile(atPath: body, contents: nil, attributes: [.posixPermissions: 0o600])
+            else {
+                throw ServerSettings.Problem(variable: settings.databaseURLSetting, fix: "cannot write \(body)")
+            }
+            let converted = try await PostgresTools.run(
                 "pg_restore",
-                [
-                    "--clean", "--if-exists", "--no-owner", "--no-privileges", "--single-transaction",
-                    "--exit-on-error", "--dbname=\(database)", file,
-                ],
+                ["--clean", "--if-exists", "--no-owner", "--no-privileges", "--file=\(body)", file],
+                url: url
+            )
+            guard converted.status == 0 else {
+                throw PostgresTools.Failure(
+                    description: "pg_restore exited with \(converted.status): \(converted.standardError)"
+                )
+            }
+            try append(body, to: script)
+            let run = try await PostgresTools.run(
+                "psql",
+                ["--no-psqlrc", "--quiet", "--single-transaction", "--set=ON_ERROR_STOP=1", "--file=\(script)"],
                 url: url
             )
             guard run.status == 0 else {
-                throw PostgresTools.Failure(description: "pg_restore exited with \(run.status): \(run.standardError)")
+                throw PostgresTools.Failure(
+                    description: "psql exited with \(run.status), and the database is as it was: \(run.standardError)"
+                )
             }
             return
         }
@@ -181,6 +212,20 @@ struct RestoreCommand: AsyncParsableCommand {
                 fix: "cannot rename \(copy): \(reason)"
             )
         }
+    }
+
+    /// Appends the file at `source` to the one at `destination`, in pieces.
+    private static func append(_ source: String, to destination: String) throws {
+        guard let input = FileHandle(forReadingAtPath: source), let output = FileHandle(forWritingAtPath: destination)
+        else {
+            throw ServerSettings.Problem(variable: destination, fix: "cannot join \(source) to \(destination)")
+        }
+        defer {
+            try? input.close()
+            try? output.close()
+        }
+        output.seekToEndOfFile()
+        while let chunk = try input.read(upToCount: 1 << 20), !chunk.isEmpty { output.write(chunk) }
     }
 
     /// What the restored database is, and what the restore undid: listed, and written for `--reapply`.

@@ -16,6 +16,8 @@ struct SignInService: Sendable {
     let apple: AppleAPIClient?
     /// Starts the sessions of sign-ins.
     let sessions: SessionService
+    /// The server's audit log, for refused sign-ins.
+    let audit: AuditLog
     let sealer: DataSealer
     let clock: any WallClock
     let logger: Logger
@@ -47,6 +49,7 @@ struct SignInService: Sendable {
         self.verifier = verifier
         self.apple = apple
         self.sessions = sessions
+        self.audit = sessions.audit
         self.sealer = sealer
         self.clock = clock
         self.logger = logger
@@ -245,7 +248,7 @@ struct SignInService: Sendable {
         clientID: ClientID?,
         userID: UserID? = nil
     ) async {
-        await sessions.audit.append(
+        await audit.append(
             .signInRefused,
             userID: userID,
             // siwa refused it (the user only tried).
