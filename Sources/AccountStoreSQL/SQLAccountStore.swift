@@ -282,25 +282,30 @@ public final class SQLAccountStore: AccountStore {
         )
     }
 
-    /// Runs a step of opening a store again while SQLite answers busy or locked, for up to `patience`.
+    /// Runs a step of opening a store again while SQLite answers busy or locked (see `patience` and `attempts`).
     ///
     /// Processes that open one new file at once take turns on its first write lock: switching it to WAL and creating
     /// the schema. Each statement already waits for the busy timeout, but the first process may hold the lock longer
     /// than that on a loaded machine (creating the schema syncs the file), and a few SQLite states answer busy at once
     /// without waiting (a WAL file being recovered or reset by a connection that is closing). Opening is rare and must
-    /// not fail for either, so it waits its turn; a database that stays locked still fails after `patience`.
+    /// not fail for either, so it waits its turn. A database that stays locked still fails, once `patience` has passed
+    /// and `attempts` tries were made: on a machine so loaded that the process holding the lock runs seldom, the time
+    /// alone would run out while it still makes progress, and the tries keep the wait a count of turns, not of seconds.
     static func whileBusy<R: Sendable>(
         patience: Duration = .seconds(120),
+        attempts: Int = 60,
         logger: Logger,
         _ step: () async throws -> R
     ) async throws -> R {
         let deadline = ContinuousClock.now + patience
         var pause = Duration.milliseconds(20)
+        var tries = 0
         while true {
             do {
+                tries += 1
                 return try await step()
             } catch let error where Self.isBusy(error) {
-                guard ContinuousClock.now + pause < deadline else { throw error }
+                guard ContinuousClock.now + pause < deadline || tries < attempts else { throw error }
                 logger.debug("the SQLite file is busy: another connection is opening or migrating it; waiting")
                 try await Task.sleep(for: pause)
                 pause = min(pause * 2, .milliseconds(500))

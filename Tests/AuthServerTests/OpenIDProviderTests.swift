@@ -71,6 +71,7 @@ struct OpenIDProviderTests {
             #expect(discovery["end_session_endpoint"] as? String == base + "/oauth/logout")
             #expect(discovery["revocation_endpoint"] as? String == base + "/oauth/revoke")
             #expect(discovery["response_types_supported"] as? [String] == ["code"])
+            #expect(discovery["grant_types_supported"] as? [String] == ["authorization_code", "refresh_token"])
             #expect(discovery["code_challenge_methods_supported"] as? [String] == ["S256"])
             #expect(discovery["id_token_signing_alg_values_supported"] as? [String] == ["RS256", "ES256"])
             #expect(discovery["subject_types_supported"] as? [String] == ["public"])
@@ -385,6 +386,11 @@ struct OpenIDProviderTests {
             let secret = try #require(RelyingParty.a.secret)
             let grant = try await harness.tokenRequest([("grant_type", "password")], basic: (RelyingParty.a.id, secret))
             #expect(grant.status == .badRequest && grant.json["error"] as? String == "unsupported_grant_type")
+            // The grants the token endpoint answers are the ones it names, here and in discovery.
+            #expect(
+                grant.json["error_description"] as? String == "grant_type must be authorization_code or refresh_token",
+                "\(grant.json)"
+            )
             let missing = try await harness.tokenRequest([], basic: (RelyingParty.a.id, secret))
             #expect(missing.json["error"] as? String == "invalid_request")
             let json = try await harness.call(.post, "/oauth/token", json: ["grant_type": "authorization_code"])

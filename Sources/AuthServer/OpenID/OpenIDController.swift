@@ -78,7 +78,7 @@ struct OpenIDController: Sendable {
         var scopes_supported: [String]
         var response_types_supported = ["code"]
         var response_modes_supported = ["query"]
-        var grant_types_supported = ["authorization_code", "refresh_token"]
+        var grant_types_supported = OpenIDController.grants.map(\.type)
         var code_challenge_methods_supported = ["S256"]
         var subject_types_supported = ["public"]
         var id_token_signing_alg_values_supported = OpenIDClient.IDTokenSigningAlgorithm.allCases.map(\.rawValue)
