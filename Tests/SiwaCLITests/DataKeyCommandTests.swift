@@ -169,8 +169,9 @@ struct DataKeyCommandTests {
     }
 
     /// A server running on the old key file meets a signing key sealed under a key added to the file after it started:
-    /// it re-reads the file and opens it.
-    @Test(.timeLimit(.minutes(2))) func aRunningServerPicksUpAKeyAddedToItsKeyFile() async throws {
+    /// it re-reads the file and opens it. No time limit of its own: alone it takes seconds, but beside a cold build on
+    /// two cores it went past two minutes; a hang is the test command's watchdog's.
+    @Test func aRunningServerPicksUpAKeyAddedToItsKeyFile() async throws {
         #expect(try await siwa(["migrate"]).status == 0)
         try await withServer { port, log in
             let before = try await jwksKids(port)
@@ -345,7 +346,8 @@ struct DataKeyCommandTests {
     }
 
     /// The first start creates the key file and logs where, and that it must be backed up; a later start does not.
-    @Test(.timeLimit(.minutes(2))) func theFirstStartSaysItCreatedADataKeyToBackUp() async throws {
+    /// No time limit of its own, as above: two starts of a debug server took past two minutes beside a cold build.
+    @Test func theFirstStartSaysItCreatedADataKeyToBackUp() async throws {
         let first = try await withServer { _, log in try String(contentsOfFile: log, encoding: .utf8) }
         let key = try keyRing().primary.id
         #expect(first.contains("created a new data key in \(keyFile): back that file up now"), "\(first)")
