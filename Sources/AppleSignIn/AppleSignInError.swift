@@ -133,6 +133,11 @@ public struct AppleSignInError: Error, Hashable, Sendable, CustomStringConvertib
     /// Apple's `error_description`, when Apple sent one.
     public let appleDescription: String?
 
+    /// Makes an error.
+    /// - Parameters:
+    ///   - code: what failed.
+    ///   - reason: a short explanation naming the claim, setting, key id or client id; never a secret.
+    ///   - appleDescription: Apple's `error_description`, when Apple sent one.
     public init(_ code: Code, _ reason: String, appleDescription: String? = nil) {
         self.code = code
         self.reason = reason
@@ -141,7 +146,14 @@ public struct AppleSignInError: Error, Hashable, Sendable, CustomStringConvertib
 
     public var description: String { "\(code): \(reason)" }
 
+    /// Whether two errors have the same code; reasons and Apple's descriptions are not compared.
+    /// - Parameters:
+    ///   - lhs: an error.
+    ///   - rhs: another error.
+    /// - Returns: `true` when their codes are equal.
     public static func == (lhs: AppleSignInError, rhs: AppleSignInError) -> Bool { lhs.code == rhs.code }
+    /// Hashes the code alone, as ``==(_:_:)`` compares it.
+    /// - Parameter hasher: the hasher to feed.
     public func hash(into hasher: inout Hasher) { hasher.combine(code) }
 
     // Code-only values, for matching in tests and `catch` clauses.
@@ -171,6 +183,8 @@ public struct AppleSignInError: Error, Hashable, Sendable, CustomStringConvertib
     public static let authorizationFailed = AppleSignInError(.authorizationFailed, "")
 
     /// `aud` named a client id that is not configured; `got` is that audience.
+    /// - Parameter got: the token's audience, quoted in the reason and cut to 255 characters.
+    /// - Returns: an error with code ``Code/audienceMismatch``.
     public static func audienceMismatch(got: String) -> AppleSignInError {
         AppleSignInError(
             .audienceMismatch,
@@ -179,6 +193,10 @@ public struct AppleSignInError: Error, Hashable, Sendable, CustomStringConvertib
     }
 
     /// A setting is wrong: `setting` names it, `fix` says what to do.
+    /// - Parameters:
+    ///   - setting: the setting's name, such as `teamID` or `bundleIDs[0]`.
+    ///   - fix: what to do about it.
+    /// - Returns: an error with code ``Code/invalidConfiguration`` and the reason `<setting>: <fix>`.
     public static func invalidConfiguration(_ setting: String, _ fix: String) -> AppleSignInError {
         AppleSignInError(.invalidConfiguration, "\(setting): \(fix)")
     }

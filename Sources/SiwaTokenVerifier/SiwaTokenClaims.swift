@@ -37,6 +37,18 @@ public struct SiwaTokenClaims: Sendable, Hashable {
         case relyingParty
     }
 
+    /// Makes claims from their parts; ``SiwaTokenVerifier/verify(_:)`` makes them from a token, tests by hand.
+    /// - Parameters:
+    ///   - subject: `sub`, the siwa user id.
+    ///   - issuer: `iss`.
+    ///   - audiences: every audience of `aud`.
+    ///   - issuedAt: `iat`.
+    ///   - expiresAt: `exp`.
+    ///   - sessionID: `sid`, if any.
+    ///   - tokenID: `jti`, if any.
+    ///   - clientID: `client_id`, for a relying party's token.
+    ///   - scopes: `scope`, split at spaces.
+    ///   - kind: a session token (the default) or a relying party's.
     public init(
         subject: String,
         issuer: String,
@@ -66,6 +78,8 @@ public struct SiwaTokenClaims: Sendable, Hashable {
 public struct SiwaTokenError: Error, Sendable, Hashable, CustomStringConvertible {
     public struct Code: RawRepresentable, Sendable, Hashable, CustomStringConvertible {
         public var rawValue: String
+        /// Wraps a code's string form, such as `"bad_signature"`; the known ones are the static members.
+        /// - Parameter rawValue: the code, as ``description`` prints it.
         public init(rawValue: String) { self.rawValue = rawValue }
         public var description: String { rawValue }
 
@@ -96,6 +110,10 @@ public struct SiwaTokenError: Error, Sendable, Hashable, CustomStringConvertible
     public var code: Code
     public var message: String
 
+    /// Makes an error.
+    /// - Parameters:
+    ///   - code: which check failed.
+    ///   - message: a short reason naming the claim or key involved; never the token.
     public init(_ code: Code, _ message: String) {
         self.code = code
         self.message = message

@@ -36,6 +36,7 @@ public struct SiwaTokenVerifier: Sendable {
     private let keys: SiwaKeySet
     private let now: @Sendable () -> Date
 
+    /// Makes a verifier for one issuer and audience; nothing is fetched until the first token needs a key.
     /// - Parameters:
     ///   - issuer: siwa's issuer URL (`https://auth.example.com`); its discovery document must name the same issuer.
     ///   - audience: the `aud` to require.
@@ -69,6 +70,11 @@ public struct SiwaTokenVerifier: Sendable {
     }
 
     /// Checks `token` and answers its claims.
+    ///
+    /// A token names its key by `kid`; a `kid` the cached key set lacks fetches the set again (at most once per
+    /// `minimumRefetchInterval`), and a key already known keeps verifying while siwa cannot be reached.
+    /// - Parameter token: the compact JWS, without the `Bearer ` prefix (at most 8,192 bytes).
+    /// - Returns: the token's claims, with ``SiwaTokenClaims/kind`` telling a session token from a relying party's.
     /// - Throws: ``SiwaTokenError`` naming the check that failed (never echoing the token), or
     ///   ``SiwaTokenError/Code/keysUnavailable`` when siwa's keys could not be read.
     public func verify(_ token: String) async throws(SiwaTokenError) -> SiwaTokenClaims {

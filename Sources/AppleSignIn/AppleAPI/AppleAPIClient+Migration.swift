@@ -17,6 +17,11 @@ public struct TransferredAppleUser: Sendable, Hashable {
     /// `is_private_email`.
     public var isPrivateEmail: Bool?
 
+    /// Makes the receiving team's view of a user from its parts.
+    /// - Parameters:
+    ///   - sub: the user's `sub` at the receiving team.
+    ///   - email: the email Apple sent, if any.
+    ///   - isPrivateEmail: `is_private_email`, if Apple sent it.
     public init(sub: AppleUserID, email: String?, isPrivateEmail: Bool?) {
         self.sub = sub
         self.email = email
@@ -83,6 +88,8 @@ extension AppleAPIClient {
     /// - Parameters:
     ///   - transferSub: what the sending team got for the user.
     ///   - clientID: the client id this team uses for the transfer.
+    /// - Returns: the user's `sub` at this team, with the email (if Apple sent a non-empty one) and
+    ///   `is_private_email`.
     /// - Throws: ``AppleSignInError``: ``AppleSignInError/Code/invalidRequest`` for a `transfer_sub` Apple does not
     ///   know for this team, ``AppleSignInError/Code/unauthorizedClient`` when Apple refuses the migration access
     ///   token twice, a transport failure, or ``AppleSignInError/Code/unexpectedResponse`` for an answer without `sub`.

@@ -53,7 +53,9 @@ public struct AppleAPIClient: Sendable {
     ///   - code: the authorization code (valid 5 minutes, single use).
     ///   - clientID: the client the code was issued to.
     ///   - redirectURI: for a Services ID code, the exact `redirect_uri` of the authorization; ignored otherwise.
-    /// - Throws: ``AppleSignInError``: Apple's OAuth error, or a transport or verification failure.
+    /// - Returns: Apple's tokens, with ``AppleTokenResponse/verifiedIDToken`` set when Apple sent an `id_token`.
+    /// - Throws: ``AppleSignInError``: Apple's OAuth error, or a transport or verification failure;
+    ///   ``AppleSignInError/Code/invalidConfiguration`` when a Services ID code comes without `redirectURI`.
     public func exchange(
         code: String,
         clientID: ClientID,
@@ -93,6 +95,11 @@ public struct AppleAPIClient: Sendable {
 
     /// Exchanges the code that came with `identityToken`, using its `aud` as the client id, and checks that Apple's
     /// `id_token` is for the same user.
+    /// - Parameters:
+    ///   - code: the authorization code that came with `identityToken`.
+    ///   - identityToken: the verified identity token of the same sign-in; its `aud` is the client id.
+    ///   - redirectURI: for a web sign-in, the exact `redirect_uri` of the authorization.
+    /// - Returns: Apple's tokens, as ``exchange(code:clientID:redirectURI:)`` returns them.
     /// - Throws: ``AppleSignInError``; ``AppleSignInError/Code/subjectMismatch`` when the code belongs to another user.
     public func exchange(
         code: String,
@@ -146,6 +153,8 @@ public struct AppleAPIClient: Sendable {
     ///   - token: the refresh or access token.
     ///   - hint: which kind it is.
     ///   - clientID: the client it was issued to.
+    /// - Throws: ``AppleSignInError``: Apple's OAuth error (such as ``AppleSignInError/Code/invalidClient``), or a
+    ///   transport failure or 5xx answer that persisted through the retries.
     public func revoke(
         token: String,
         hint: TokenTypeHint = .refreshToken,

@@ -14,6 +14,14 @@ public struct AppleTokenResponse: Sendable, CustomStringConvertible {
     /// `id_token`, verified like an identity token (when it was present).
     public var verifiedIDToken: IdentityToken?
 
+    /// Makes a response from its parts (tests, and the emulator side of the code).
+    /// - Parameters:
+    ///   - accessToken: `access_token`.
+    ///   - tokenType: `token_type`.
+    ///   - expiresIn: `expires_in`, seconds.
+    ///   - refreshToken: `refresh_token`, if any.
+    ///   - idToken: `id_token` as sent, if any.
+    ///   - verifiedIDToken: the verified `id_token`, if any.
     public init(
         accessToken: String,
         tokenType: String,

@@ -8,6 +8,11 @@ public struct RetryPolicy: Sendable {
     /// How long one attempt may take.
     public var timeout: Duration
 
+    /// Makes a policy.
+    /// - Parameters:
+    ///   - maximumAttempts: attempts in all, including the first; values below 1 count as 1.
+    ///   - initialDelay: the delay before the second attempt.
+    ///   - timeout: how long one attempt may take.
     public init(maximumAttempts: Int = 3, initialDelay: Duration = .milliseconds(200), timeout: Duration = .seconds(10))
     {
         self.maximumAttempts = max(1, maximumAttempts)

@@ -26,6 +26,7 @@ public struct AppleDeveloperKey: Sendable, CustomStringConvertible {
     public let privateKey: P256.Signing.PrivateKey
 
     /// Wraps an already parsed key (tests and the emulator generate their own).
+    /// - Parameter privateKey: the P-256 key.
     public init(privateKey: P256.Signing.PrivateKey) {
         self.privateKey = privateKey
     }

@@ -38,6 +38,8 @@ public final class ClientSecretFactory: Sendable {
     }
 
     /// The current secret for `clientID`, made anew when none is cached or the cached one is near its end.
+    /// - Parameter clientID: the client id the secret is for (its `sub`): a bundle id or the Services ID.
+    /// - Returns: a secret with more than a tenth of its lifetime (or an hour, if that is less) left to run.
     public func secret(for clientID: ClientID) -> Secret {
         let now = clock.now
         let renewalMargin = min(lifetime / 10, 3600)
@@ -52,6 +54,10 @@ public final class ClientSecretFactory: Sendable {
     }
 
     /// Signs a new secret without touching the cache (the CLI's `client-secret` and the benchmark use this).
+    /// - Parameters:
+    ///   - clientID: the client id the secret is for (its `sub`).
+    ///   - now: the time of `iat`, rounded down to the second; `exp` is `iat` plus the lifetime.
+    /// - Returns: the signed JWT and its expiry.
     public func makeSecret(for clientID: ClientID, now: Date) -> Secret {
         let issuedAt = Int64(now.timeIntervalSince1970.rounded(.down))
         let expiresAt = issuedAt + Int64(lifetime)

@@ -18,6 +18,10 @@ public struct AppleBaseURL: Hashable, Sendable, CustomStringConvertible {
     public let pathPrefix: String
 
     /// Parses a base URL. Plain `http` is accepted only for loopback hosts (the emulator on this machine).
+    /// - Parameters:
+    ///   - string: an absolute URL without query, fragment or user info; a path becomes the prefix of every
+    ///     endpoint's path, without its trailing slashes.
+    ///   - setting: the name of the setting, used in the error reason.
     /// - Throws: ``AppleSignInError/Code/invalidConfiguration`` naming `setting`.
     public init(_ string: String, setting: String = "appleBaseURL") throws(AppleSignInError) {
         guard let url = URL(string: string), let scheme = url.scheme?.lowercased(), let host = url.host,
@@ -42,6 +46,8 @@ public struct AppleBaseURL: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// The absolute URL of `path` (which starts with `/`).
+    /// - Parameter path: an endpoint's path, such as `/auth/authorize`.
+    /// - Returns: scheme, authority, path prefix and `path`, as one string.
     public func url(_ path: String) -> String {
         "\(scheme)://\(authority)\(pathPrefix)\(path)"
     }

@@ -61,6 +61,9 @@ public struct AppleSignInConfiguration: Sendable {
     ///   - appleBaseURL: Apple, or the emulator.
     ///   - clockLeeway: seconds of allowed clock drift (0 to 300; default 60).
     ///   - clientSecretLifetime: seconds (60 to 15,777,000; default one day).
+    ///   - acceptsAccountAppleIssuer: also accept tokens whose `iss` is ``accountAppleIssuer`` (default `false`).
+    ///   - acceptsMissingNonceOnUnsupportedPlatforms: accept a token without a nonce that says
+    ///     `nonce_supported: false` when a nonce is expected (default `false`).
     /// - Throws: ``AppleSignInError/Code/invalidConfiguration`` naming the setting and how to fix it.
     public init(
         bundleIDs: [ClientID],
@@ -113,6 +116,8 @@ public struct AppleSignInConfiguration: Sendable {
     }
 
     /// Whether `clientID` is the Services ID (a web or Android code, exchanged with a `redirect_uri`).
+    /// - Parameter clientID: a client id, usually the `aud` of an identity token.
+    /// - Returns: `true` for the configured ``servicesID``; `false` for a bundle id, or when none is configured.
     public func isServicesID(_ clientID: ClientID) -> Bool {
         clientID == servicesID
     }
@@ -127,6 +132,11 @@ public struct ClientSecretCredentials: Sendable, CustomStringConvertible {
     /// The `.p8` key.
     public let key: AppleDeveloperKey
 
+    /// Bundles values that are already validated.
+    /// - Parameters:
+    ///   - teamID: your team id.
+    ///   - keyID: the id of the `.p8` key.
+    ///   - key: the parsed `.p8` key.
     public init(teamID: TeamID, keyID: KeyID, key: AppleDeveloperKey) {
         self.teamID = teamID
         self.keyID = keyID
@@ -134,6 +144,10 @@ public struct ClientSecretCredentials: Sendable, CustomStringConvertible {
     }
 
     /// Validates and loads the three settings.
+    /// - Parameters:
+    ///   - teamID: the Team ID, checked as ``TeamID/init(_:setting:)`` does.
+    ///   - keyID: the Key ID, checked as ``KeyID/init(_:setting:)`` does.
+    ///   - privateKey: where the `.p8` key is, loaded as ``AppleDeveloperKey/init(_:setting:)`` does.
     /// - Throws: ``AppleSignInError/Code/invalidConfiguration`` naming `teamID`, `keyID` or `privateKey`.
     public init(teamID: String, keyID: String, privateKey: AppleDeveloperKey.Source) throws(AppleSignInError) {
         self.teamID = try TeamID(teamID)

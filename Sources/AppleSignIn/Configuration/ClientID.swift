@@ -3,15 +3,22 @@
 public struct ClientID: Hashable, Sendable, CustomStringConvertible, Codable, ExpressibleByStringLiteral {
     public let rawValue: String
 
+    /// Wraps a client id as it is, unchecked: for ids that come from a verified token or from code.
+    /// - Parameter rawValue: the bundle id or Services ID.
     public init(_ rawValue: String) {
         self.rawValue = rawValue
     }
 
+    /// Wraps a client id written in code, unchecked, as ``init(_:)`` does.
+    /// - Parameter value: the bundle id or Services ID.
     public init(stringLiteral value: String) {
         self.rawValue = value
     }
 
     /// Validates a configured client id: a reverse-DNS-like identifier of letters, digits, `.`, `-` and `_`.
+    /// - Parameters:
+    ///   - rawValue: the configured value; surrounding ASCII whitespace is dropped, and at most 255 bytes remain.
+    ///   - setting: the name of the setting, used in the error reason.
     /// - Throws: ``AppleSignInError/Code/invalidConfiguration`` naming `setting`.
     public init(validating rawValue: String, setting: String) throws(AppleSignInError) {
         let trimmed = rawValue.trimmingASCIIWhitespace()

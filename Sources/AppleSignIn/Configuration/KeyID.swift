@@ -4,6 +4,9 @@ public struct KeyID: Hashable, Sendable, CustomStringConvertible, Codable {
     public let rawValue: String
 
     /// Validates the shape Apple gives key ids.
+    /// - Parameters:
+    ///   - rawValue: the configured value; surrounding ASCII whitespace is dropped.
+    ///   - setting: the name of the setting, used in the error reason.
     /// - Throws: ``AppleSignInError/Code/invalidConfiguration`` naming `setting`.
     public init(_ rawValue: String, setting: String = "keyID") throws(AppleSignInError) {
         let trimmed = rawValue.trimmingASCIIWhitespace()

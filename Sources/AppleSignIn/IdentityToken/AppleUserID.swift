@@ -2,6 +2,8 @@
 public struct AppleUserID: Hashable, Sendable, CustomStringConvertible, Codable {
     public let rawValue: String
 
+    /// Wraps a user id.
+    /// - Parameter rawValue: the `sub` as Apple sent it.
     public init(_ rawValue: String) {
         self.rawValue = rawValue
     }

@@ -42,6 +42,25 @@ public struct IdentityToken: Sendable, Hashable {
     public var cHash: String?
     public var atHash: String?
 
+    /// Makes claims from their parts (tests and the emulator side of the code; a token's come from
+    /// ``IdentityTokenVerifier/verify(_:expectedNonce:)``).
+    /// - Parameters:
+    ///   - iss: `iss`, Apple's issuer by default.
+    ///   - sub: `sub`.
+    ///   - aud: `aud`.
+    ///   - issuedAt: `iat`.
+    ///   - expiresAt: `exp`.
+    ///   - email: `email`.
+    ///   - emailVerified: `email_verified`.
+    ///   - isPrivateEmail: `is_private_email`.
+    ///   - realUserStatus: `real_user_status`.
+    ///   - nonce: `nonce`.
+    ///   - nonceSupported: `nonce_supported`.
+    ///   - authTime: `auth_time`.
+    ///   - transferSub: `transfer_sub`.
+    ///   - orgId: `org_id`.
+    ///   - cHash: `c_hash`.
+    ///   - atHash: `at_hash`.
     public init(
         iss: String = AppleSignInConfiguration.appleIssuer,
         sub: AppleUserID,

@@ -4,6 +4,10 @@ import Crypto
 /// SHA-256 as lower-case hex (Apple's sample code does the latter), and the token carries whichever Apple was given.
 public enum NonceForms {
     /// Whether a token's `nonce` claim is `raw`, or its SHA-256 hex (case ignored), compared in constant time.
+    /// - Parameters:
+    ///   - claim: the token's `nonce`.
+    ///   - raw: the nonce the server issued, before any hashing.
+    /// - Returns: `true` when `claim` is either form of `raw`.
     public static func matches(claim: String, raw: String) -> Bool {
         // Raw first; the SHA-256 hex form is computed only when the raw form does not match. Both compare the
         // strings' bytes where they are, without copying either into an array (two allocations per sign-in).
@@ -31,6 +35,8 @@ public enum NonceForms {
     /// The SHA-256 of the raw nonce a token's `nonce` claim may stand for, for looking up a server nonce kept only as
     /// its hash: the hash of the claim itself (the app passed the raw nonce), and, when the claim is 64 hex digits,
     /// the bytes they spell (the app passed the SHA-256 hex).
+    /// - Parameter claim: the token's `nonce`.
+    /// - Returns: one or two 32-byte hashes; a stored nonce hash equal to any of them matches.
     public static func rawNonceHashes(claim: String) -> [[UInt8]] {
         var hashes = [Array(SHA256.hash(data: Array(claim.utf8)))]
         if let spelled = Hex.decode(claim), spelled.count == SHA256.byteCount { hashes.append(spelled) }

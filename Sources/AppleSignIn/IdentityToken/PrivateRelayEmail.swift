@@ -5,6 +5,10 @@ public enum PrivateRelayEmail {
 
     /// Whether `email` is a relay address. `claim` (the token's `is_private_email`) wins when present; the domain is
     /// the fallback for sources without the claim.
+    /// - Parameters:
+    ///   - email: the address.
+    ///   - claim: `is_private_email`, or `nil` when the source has none.
+    /// - Returns: the claim when present; else whether the address's domain is one of ``domains`` (case ignored).
     public static func isPrivateRelay(email: String, claim: Bool?) -> Bool {
         if let claim { return claim }
         guard let at = email.lastIndex(of: "@") else { return false }

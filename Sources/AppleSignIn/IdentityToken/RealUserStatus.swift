@@ -2,6 +2,8 @@
 public struct RealUserStatus: Hashable, Sendable, CustomStringConvertible {
     public let rawValue: Int
 
+    /// Wraps the claim's value; values Apple has not documented are kept as they are.
+    /// - Parameter rawValue: the integer Apple sent.
     public init(rawValue: Int) {
         self.rawValue = rawValue
     }

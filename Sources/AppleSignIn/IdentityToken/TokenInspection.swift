@@ -42,6 +42,8 @@ extension IdentityTokenVerifier {
     /// - Parameters:
     ///   - token: an identity token or the `payload` of a notification.
     ///   - expectedNonce: the raw nonce to compare, if any.
+    /// - Returns: every check's outcome in order, with the header's and claims' JSON when they decoded; checks past a
+    ///   failed structure or payload check are not run.
     public func inspect(_ token: String, expectedNonce: String? = nil) async -> TokenInspection {
         let context = checkContext(describes: true, expectedNonce: expectedNonce)
         let common = await AppleJWTCheck.inspect(token, AppleJWTCheck.common, context: context)

@@ -81,8 +81,14 @@ public final class AppleKeyCache: Sendable {
     public var keyIDs: Set<String> { state.withLock { Set($0.keys.keys) } }
 
     /// The key named `kid`.
+    ///
+    /// A fresh key is answered from memory; otherwise this lookup leads at most one fetch (or waits for the one
+    /// running), and a stale key is served while fetching is not allowed or fails.
+    /// - Parameter kid: the `kid` of the token's header.
+    /// - Returns: the key with that id.
     /// - Throws: ``AppleSignInError/Code/unknownKey`` when the set (refetched if allowed) has no such key,
-    ///   ``AppleSignInError/Code/keysUnavailable`` when no key set could be fetched at all.
+    ///   ``AppleSignInError/Code/keysUnavailable`` when no key set could be fetched at all,
+    ///   ``AppleSignInError/Code/timeout`` when the task is cancelled during the fetch it leads.
     public func key(for kid: String) async throws(AppleSignInError) -> AppleSigningKey {
         // One lookup leads at most one fetch: after it, the key is there or the lookup fails, whatever the
         // refetch interval (a zero interval must not turn a failing Apple into a busy loop).

@@ -5,6 +5,8 @@ public struct AppleKeySet: Sendable {
     /// Keys by `kid`.
     public let keys: [String: AppleSigningKey]
 
+    /// Makes a set from parsed keys.
+    /// - Parameter keys: the keys; of two with the same `kid`, the later one is kept.
     public init(keys: [AppleSigningKey]) {
         var byID: [String: AppleSigningKey] = [:]
         for key in keys { byID[key.keyID] = key }
@@ -13,6 +15,7 @@ public struct AppleKeySet: Sendable {
 
     /// Parses a JWKS document. Keys that are not RSA signing keys for RS256 are skipped, as is any key under 2048 bits;
     /// a document that is not a JWKS at all, or holds no usable key, fails.
+    /// - Parameter jwks: the body of Apple's `/auth/keys`.
     /// - Throws: ``AppleSignInError/Code/unexpectedResponse``.
     public init(jwks: some Collection<UInt8>) throws(AppleSignInError) {
         let entries = try Self.entries(jwks, code: .unexpectedResponse, subject: "Apple's key set")
@@ -26,6 +29,7 @@ public struct AppleKeySet: Sendable {
     /// Parses a JWKS document an operator configured (a copy of Apple's key set), refusing any entry that is not a
     /// usable key instead of skipping it: a copy made by hand that lost a `kid` or a modulus should fail at start,
     /// not at the sign-in that needs that key.
+    /// - Parameter jwks: the configured JWKS document.
     /// - Throws: ``AppleSignInError/Code/invalidConfiguration`` saying which key is wrong and why.
     public init(configuredJWKS jwks: some Collection<UInt8>) throws(AppleSignInError) {
         let entries = try Self.entries(jwks, code: .invalidConfiguration, subject: "the key set")

@@ -14,6 +14,12 @@ public struct AppleKeysEndpoint: AppleKeySource {
     private let retryPolicy: RetryPolicy
     private let logger: Logger
 
+    /// Makes the source.
+    /// - Parameters:
+    ///   - baseURL: Apple, or the emulator.
+    ///   - transport: the HTTP client.
+    ///   - retryPolicy: retries and per-attempt timeout (two attempts of 5 s by default).
+    ///   - logger: debug-level events (retries); never token contents.
     public init(
         baseURL: AppleBaseURL,
         transport: any HTTPTransport,
@@ -26,6 +32,13 @@ public struct AppleKeysEndpoint: AppleKeySource {
         self.logger = logger
     }
 
+    /// Fetches `GET <base>/auth/keys`, retried per the retry policy on timeouts, transport failures, 5xx and 429.
+    /// - Returns: the parsed key set, and the `max-age` of `Cache-Control` (0 for `no-cache` or `no-store`, `nil`
+    ///   when there is none).
+    /// - Throws: ``AppleSignInError``: ``AppleSignInError/Code/timeout`` or ``AppleSignInError/Code/transportFailed``
+    ///   when no answer came, ``AppleSignInError/Code/appleServerError`` for a 5xx or 429 after the retries, the
+    ///   error Apple's answer names for any other status (``AppleSignInError/Code/unexpectedResponse`` when it names
+    ///   none), and ``AppleSignInError/Code/unexpectedResponse`` for a body that holds no usable key.
     public func fetchKeySet() async throws(AppleSignInError) -> (keySet: AppleKeySet, maxAge: TimeInterval?) {
         var request = HTTPRequest(
             method: .get,

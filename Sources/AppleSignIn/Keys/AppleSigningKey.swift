@@ -7,6 +7,10 @@ public struct AppleSigningKey: Sendable {
     /// The parsed RSA public key.
     public let publicKey: _RSA.Signing.PublicKey
 
+    /// Pairs a key with its id.
+    /// - Parameters:
+    ///   - keyID: the `kid`.
+    ///   - publicKey: the RSA public key.
     public init(keyID: String, publicKey: _RSA.Signing.PublicKey) {
         self.keyID = keyID
         self.publicKey = publicKey

@@ -20,6 +20,10 @@ public struct ConfiguredAppleKeySet: Sendable {
     /// How they are used.
     public var use: Use
 
+    /// Makes a configured set.
+    /// - Parameters:
+    ///   - keySet: the copy of Apple's keys, usually parsed with ``AppleKeySet/init(configuredJWKS:)``.
+    ///   - use: whether it backs up Apple's key endpoint (the default) or replaces it.
     public init(keySet: AppleKeySet, use: Use = .fallback) {
         self.keySet = keySet
         self.use = use
@@ -29,6 +33,8 @@ public struct ConfiguredAppleKeySet: Sendable {
     /// - Parameters:
     ///   - endpoint: Apple's key endpoint, never called with ``Use/instead``.
     ///   - logger: where a fallback is reported.
+    /// - Returns: a ``FallbackAppleKeySource`` over `endpoint` for ``Use/fallback``, a ``StaticAppleKeySource`` for
+    ///   ``Use/instead``.
     public func keySource(
         fetching endpoint: any AppleKeySource,
         logger: Logger = Logger(label: "siwa.apple-keys")
@@ -43,6 +49,11 @@ public struct ConfiguredAppleKeySet: Sendable {
 extension AppleSignInConfiguration {
     /// The key source for this configuration: Apple's key endpoint `endpoint`, backed by or replaced with
     /// ``configuredKeySet`` when there is one.
+    /// - Parameters:
+    ///   - endpoint: Apple's key endpoint (``AppleKeysEndpoint``).
+    ///   - logger: where a fallback is reported.
+    /// - Returns: `endpoint` itself without a configured set, else the source
+    ///   ``ConfiguredAppleKeySet/keySource(fetching:logger:)`` makes.
     public func keySource(
         fetching endpoint: any AppleKeySource,
         logger: Logger = Logger(label: "siwa.apple-keys")

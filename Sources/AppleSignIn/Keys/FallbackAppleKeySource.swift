@@ -40,6 +40,10 @@ public final class FallbackAppleKeySource: AppleKeySource {
         self.logger = logger
     }
 
+    /// Asks the endpoint, and answers the configured set (with the keys last fetched) when it fails.
+    /// - Returns: the endpoint's answer; after a failure, the merged set with ``retryInterval`` as its `max-age`.
+    /// - Throws: the endpoint's ``AppleSignInError`` only when the task was cancelled; any other failure is answered
+    ///   with the fallback.
     public func fetchKeySet() async throws(AppleSignInError) -> (keySet: AppleKeySet, maxAge: TimeInterval?) {
         do {
             let fetched = try await primary.fetchKeySet()

@@ -13,6 +13,8 @@ extension IdentityTokenVerifier {
     /// The JWT is checked like an identity token (RS256 by Apple's keys, `iss`, `aud` among the client ids, `exp`
     /// and `iat`); its `events` claim, a JSON string, is decoded into a typed event. Unknown event types decode as
     /// such and are not an error.
+    /// - Parameter body: the request body, at most ``maximumNotificationBodySize`` bytes.
+    /// - Returns: the verified notification.
     /// - Throws: ``AppleSignInError`` naming the check that failed (``AppleSignInError/Code/malformed`` for the body).
     public func verifyNotification(body: some Collection<UInt8>) async throws(AppleSignInError) -> ServerNotification {
         guard body.count <= Self.maximumNotificationBodySize else {
@@ -31,6 +33,10 @@ extension IdentityTokenVerifier {
     }
 
     /// Verifies the JWT of a notification (the `payload` field).
+    /// - Parameter payload: the JWT, checked as ``verifyNotification(body:)`` describes.
+    /// - Returns: the verified notification.
+    /// - Throws: ``AppleSignInError`` naming the check that failed (``AppleSignInError/Code/malformed`` for an
+    ///   `events` claim that is not a JSON string holding an event with `type`, `sub` and `event_time`).
     public func verifyNotification(payload: String) async throws(AppleSignInError) -> ServerNotification {
         let progress = try await AppleJWTCheck.verify(
             payload,

@@ -15,6 +15,13 @@ public struct ServerNotification: Sendable, Hashable {
     /// The event (decoded from the `events` claim, which Apple sends as a JSON string).
     public var event: ServerNotificationEvent
 
+    /// Makes a notification from its parts; ``IdentityTokenVerifier/verifyNotification(payload:)`` makes them from
+    /// Apple's JWT.
+    /// - Parameters:
+    ///   - id: `jti`.
+    ///   - aud: `aud`.
+    ///   - issuedAt: `iat`.
+    ///   - event: the decoded `events` claim.
     public init(id: String, aud: ClientID, issuedAt: Date, event: ServerNotificationEvent) {
         self.id = id
         self.aud = aud
@@ -28,6 +35,8 @@ public struct ServerNotificationEvent: Sendable, Hashable {
     /// What happened.
     public struct EventType: Hashable, Sendable, CustomStringConvertible {
         public let rawValue: String
+        /// Wraps an event type as Apple names it; unknown names are kept as they are.
+        /// - Parameter rawValue: the event's `type`, such as `consent-revoked`.
         public init(rawValue: String) { self.rawValue = rawValue }
         /// The user turned off mail forwarding to their private relay address.
         public static let emailDisabled = EventType(rawValue: "email-disabled")
@@ -52,6 +61,13 @@ public struct ServerNotificationEvent: Sendable, Hashable {
     /// `event_time`, which Apple sends in milliseconds.
     public var eventTime: Date
 
+    /// Makes an event from its parts.
+    /// - Parameters:
+    ///   - type: `type`.
+    ///   - sub: `sub`, the user.
+    ///   - email: `email`, for the email events.
+    ///   - isPrivateEmail: `is_private_email`, for the email events.
+    ///   - eventTime: `event_time`.
     public init(type: EventType, sub: AppleUserID, email: String? = nil, isPrivateEmail: Bool? = nil, eventTime: Date) {
         self.type = type
         self.sub = sub

@@ -15,6 +15,7 @@ public protocol WallClock: Sendable {
 
 /// The system's real time.
 public struct SystemWallClock: WallClock {
+    /// Makes the system clock.
     public init() {}
     public var now: Date { Date() }
 }

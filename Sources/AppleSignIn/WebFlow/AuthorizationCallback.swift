@@ -19,6 +19,7 @@ public enum AuthorizationCallback: Sendable, Equatable {
     public static let maximumBodySize = 32 * 1024
 
     /// Parses the form body Apple POSTs to the redirect URI.
+    /// - Parameter formBody: the `application/x-www-form-urlencoded` body, at most ``maximumBodySize`` bytes.
     /// - Throws: ``AppleSignInError/Code/malformed`` naming the field that is missing or wrong.
     public init(formBody: some Collection<UInt8>) throws(AppleSignInError) {
         guard formBody.count <= Self.maximumBodySize else {
@@ -49,6 +50,12 @@ public struct AuthorizationUser: Sendable, Hashable {
     public var lastName: String?
     public var email: String?
 
+    /// Makes the user's details from their parts (tests, and callers that parse the field themselves).
+    /// - Parameters:
+    ///   - firstName: `name.firstName`.
+    ///   - middleName: `name.middleName`.
+    ///   - lastName: `name.lastName`.
+    ///   - email: `email`.
     public init(firstName: String? = nil, middleName: String? = nil, lastName: String? = nil, email: String? = nil) {
         self.firstName = firstName
         self.middleName = middleName
@@ -57,6 +64,7 @@ public struct AuthorizationUser: Sendable, Hashable {
     }
 
     /// Parses Apple's JSON string `{"name":{"firstName":…,"lastName":…},"email":…}`.
+    /// - Parameter json: the `user` field of the callback; a missing or `null` name leaves the name parts `nil`.
     /// - Throws: ``AppleSignInError/Code/malformed``.
     public init(json: String) throws(AppleSignInError) {
         let document: JSONValue

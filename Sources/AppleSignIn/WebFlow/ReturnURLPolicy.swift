@@ -99,12 +99,18 @@ public struct ReturnURLPolicy: Sendable, Hashable {
     }
 
     /// Whether `origin` (an `Origin` header, or the origin of a `Referer`) is one of ``allowedOrigins``.
+    /// - Parameter origin: an absolute http(s) URL or origin; a path after it is ignored.
+    /// - Returns: `true` when its scheme, host and port are those of an allowed origin; `false` also for anything
+    ///   that is not an absolute http(s) URL.
     public func allowsOrigin(_ origin: String) -> Bool {
         guard let parsed = Self.parseAbsolute(origin) else { return false }
         return allowedOrigins.contains(parsed.origin.serialized)
     }
 
     /// The serialized origin (`scheme://host[:port]`, default port left out) of an absolute http(s) URL, or `nil`.
+    /// - Parameter url: the URL, such as a `Referer` header.
+    /// - Returns: the origin, lowercased; `nil` for another scheme, user info, a bad host or port, a backslash, or
+    ///   characters other than printable ASCII.
     public static func origin(of url: String) -> String? {
         guard url.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }), !url.contains("\\") else { return nil }
         return parseAbsolute(url)?.origin.serialized
@@ -115,6 +121,7 @@ public struct ReturnURLPolicy: Sendable, Hashable {
     /// - Parameters:
     ///   - package: an allowed package (see ``resolve(_:)``).
     ///   - parameters: the callback's form fields, in order; each name and value is percent-encoded.
+    /// - Returns: the `intent://` URL to redirect the web view to.
     public static func androidIntentURL(package: String, parameters: [(String, String)]) -> String {
         "intent://callback?\(FormURLEncoding.encode(parameters))#Intent;package=\(package);scheme=signinwithapple;end"
     }

@@ -17,6 +17,7 @@ public enum WebAuthorization {
     ///   - state: a fresh random value, kept server-side and checked on the callback.
     ///   - nonce: a fresh random value (or its SHA-256 hex), checked in the `id_token`.
     ///   - scopes: default name and email.
+    /// - Returns: the absolute URL of `/auth/authorize` with its query, to send the browser to.
     public static func authorizeURL(
         baseURL: AppleBaseURL,
         clientID: ClientID,
@@ -42,6 +43,8 @@ public enum WebAuthorization {
     }
 
     /// A random value for `state` or `nonce`: 256 bits from the system's CSPRNG, base64url.
+    /// - Parameter byteCount: how many random bytes (32 by default: 256 bits).
+    /// - Returns: the bytes as unpadded base64url (43 characters for 32 bytes).
     public static func randomToken(byteCount: Int = 32) -> String {
         Base64URL.encode(SystemRandom.bytes(byteCount))
     }
