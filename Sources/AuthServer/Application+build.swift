@@ -201,6 +201,8 @@ func assembleApplication(
         sessions: sessions,
         configuration: configuration,
         cookieNames: [web.sessionName] + (compatibility.serviceStack ? [serviceStackCookies.access] : []),
+        credentialCookieNames: [web.sessionName, web.refreshName]
+            + (compatibility.serviceStack ? [serviceStackCookies.access, serviceStackCookies.refresh] : []),
         serviceTokens: ServiceTokens(store: store, clock: clock),
         requireAdmin: { context in try await adminAccess.admin(context).subject },
         limiter: configuration.authRateLimit == nil && configuration.notificationRateLimit == nil

@@ -3297,6 +3297,12 @@ enum OpenAPIDocument {
         "x-siwa-condition": "`oidc.clients` configured (SIWA_OIDC_CLIENTS); sign-in through the web flow needs SIWA_SERVICES_ID",
         "summary": "Authorization endpoint (code flow, PKCE)",
         "description": "An unknown client or unregistered redirect URI is an HTML page, never a redirect. Other errors redirect to the registered URI with `error`, `error_description`, `state`, `iss`. Without a browser session: 303 to the web sign-in, which comes back here. With one: 302 to the redirect URI with `code` (60 s, single use); for a public client the user has not yet allowed these scopes (or with `prompt=consent`), 200 with the consent page, whose form posts here (`prompt=none`: `consent_required` instead).",
+        "security": [
+          {
+            "sessionCookie": []
+          },
+          {}
+        ],
         "parameters": [
           {
             "name": "response_type",
@@ -3426,6 +3432,12 @@ enum OpenAPIDocument {
         "x-siwa-condition": "`oidc.clients` configured (SIWA_OIDC_CLIENTS); sign-in through the web flow needs SIWA_SERVICES_ID",
         "summary": "The consent page's decision (public clients)",
         "description": "The consent page's form: the authorization request's parameters, `consent_token` (bound to the browser's session and the client) and `decision` (`allow` or `deny`), with the siwa session cookie, from this site's origin. The request is checked again as a new one. `allow` is remembered per user and client and answered like the authorization request (303 with `code`); `deny` is a 303 with `error=access_denied`. An expired access cookie is renewed from the refresh cookie (its new cookies set on the answer); without a session at all: 303 to the web sign-in, which comes back to the consent page. A form from another site, another session or for another client is a 403 page.",
+        "security": [
+          {
+            "sessionCookie": []
+          },
+          {}
+        ],
         "requestBody": {
           "required": true,
           "content": {
@@ -3610,6 +3622,12 @@ enum OpenAPIDocument {
     "/oauth/logout": {
       "get": {
         "operationId": "oauthLogout",
+        "security": [
+          {
+            "sessionCookie": []
+          },
+          {}
+        ],
         "parameters": [
           {
             "name": "id_token_hint",
@@ -3703,6 +3721,12 @@ enum OpenAPIDocument {
       },
       "post": {
         "operationId": "oauthLogoutPost",
+        "security": [
+          {
+            "sessionCookie": []
+          },
+          {}
+        ],
         "requestBody": {
           "required": false,
           "content": {

@@ -131,6 +131,61 @@ struct OpenAPIDocumentTests {
         }
     }
 
+    /// The security schemes OpenAPI names for a route of `access`, `""` standing for `{}` (callable without one of
+    /// them): derived from the declaration alone, independently of how the document was written.
+    static func security(of access: RouteAccess, method: String, tag: String) -> Set<String>? {
+        guard access.readsAccessToken else {
+            return access.credential == .clientCredentials ? ["clientBasic", ""] : nil
+        }
+        var schemes: Set<String> = []
+        if access.presentations.contains(.bearer) {
+            switch access.credential {
+            case .admin, .adminOrReadToken, .adminOrWriteToken, .contractAdmin: schemes.insert("adminBearer")
+            case .sessionOrContractToken: schemes.insert("vaporTutorialToken")
+            default: schemes.insert("bearer")
+            }
+            if access.serviceTokenScope != nil { schemes.insert("adminServiceToken") }
+        }
+        if access.presentations.contains(.cookie) {
+            schemes.insert(tag == "compat-servicestack" ? "serviceStackCookie" : "sessionCookie")
+        }
+        // Answered without a scheme: an optional session (except where the handler requires the contract's token),
+        // a form's access_token (a body field, which OpenAPI has no scheme for), or the console's redirect to sign in.
+        let optional = !access.required && access.credential != .sessionOrContractToken
+        let formField = access.presentations.contains(.formField) && method == "post"
+        if optional || formField || access.refusal.name.contains("sign-in redirect") { schemes.insert("") }
+        return schemes
+    }
+
+    /// Each operation's `security` is what its route declares (``RouteAccess``, where it is registered): the
+    /// schemes of the credential and of each way it may be presented, and `{}` exactly where a call without one is
+    /// answered.
+    @Test func eachOperationsSecurityIsItsRoutesDeclaredAccess() async throws {
+        let (_, policies) = try await RouteAccessMatrixTests.declared(RouteAccessMatrixTests.configuration())
+        let paths = try #require(try Self.document()["paths"] as? [String: [String: Any]])
+        var differences: [String] = []
+        for (route, access) in policies {
+            let method = route.method.lowercased()
+            let operation = try #require(paths[route.path]?[method] as? [String: Any], "\(route) is not documented")
+            let tag = try #require((operation["tags"] as? [String])?.first)
+            let documented = (operation["security"] as? [[String: Any]]).map { requirements in
+                Set(requirements.map { $0.keys.first ?? "" })
+            }
+            let declared = Self.security(of: access, method: method, tag: tag)
+            if documented != declared {
+                differences.append(
+                    "\(route) (\(access)): documented \(documented.map { $0.sorted() } ?? []) , declared "
+                        + "\(declared.map { $0.sorted() } ?? [])"
+                )
+            }
+        }
+        #expect(policies.count > 50)
+        #expect(
+            differences.isEmpty,
+            "security differs from the declared access:\n\(differences.sorted().joined(separator: "\n"))"
+        )
+    }
+
     /// OpenAPI 3.1 with siwa's version; every operation has a unique id and one of the parts' tags, each contract's
     /// operations name their contract and condition, and every `$ref` points at something.
     @Test func theDocumentIsWellFormed() throws {

@@ -192,8 +192,10 @@ struct RouteAccessMatrixTests {
                 let refusal = !access.readsAccessToken ? "–" : access.required ? access.refusal.name : "the handler's"
                 let spends = access.declaredBudget?.rawValue ?? "?"
                 let admin = access.isAdmin ? " (admin networks)" : ""
+                let origin = Self.checksOrigin(access, route) ? access.originCheck.description : "–"
                 rows.append(
-                    "| `\(route)` | \(access)\(admin) | \(spends) | \(refusal) | \(cells.joined(separator: " | ")) |"
+                    "| `\(route)` | \(access)\(admin) | \(spends) | \(refusal) | \(origin) | "
+                        + "\(cells.joined(separator: " | ")) |"
                 )
             }
             #expect(
@@ -201,6 +203,101 @@ struct RouteAccessMatrixTests {
                 "\(failures.count) answers differ from their route's access:\n\(failures.joined(separator: "\n"))"
             )
             try Self.compareTable(rows)
+        }
+    }
+
+    /// Whether the guard can check the origin of a call of `route` at all: a state-changing method, and a check
+    /// that does not depend on a cookie the route never reads.
+    static func checksOrigin(_ access: RouteAccess, _ route: RegisteredRoute) -> Bool {
+        guard route.method != "GET", route.method != "HEAD" else { return false }
+        switch access.originCheck {
+        case .never: return false
+        case .sessionCookie: return access.presentations.contains(.cookie)
+        case .always, .anyCookie, .anyCookieNamingAnOrigin, .when: return true
+        }
+    }
+
+    /// The state-changing routes that must refuse another site's request (written here, not derived from the
+    /// declarations, so that a declaration that stops checking fails the test).
+    static let mustCheckTheOrigin: Set<String> = [
+        "POST /admin/tokens/revoke", "POST /admin/users/{id}/{action}", "POST /api/HelloSecure", "DELETE /api/me",
+        "POST /auth/logout", "POST /auth/refresh", "POST /oauth/authorize", "POST /oauth/logout",
+        "POST /api/Authenticate", "POST /auth", "POST /auth/apple", "POST /json/reply/Authenticate",
+        "POST /access-token", "POST /api/GetAccessToken", "POST /json/reply/GetAccessToken",
+    ]
+
+    /// The body by which a call asks for what a route's ``RouteAccess/OriginCheck/when(_:_:)`` checks.
+    static let asking: [String: (contentType: String, body: String)] = [
+        "POST /oauth/logout": ("application/x-www-form-urlencoded", "confirm=1"),
+        "POST /auth": ("application/json", #"{"provider":"logout"}"#),
+        "POST /auth/apple": ("application/json", #"{"provider":"logout"}"#),
+        "POST /api/Authenticate": ("application/json", #"{"provider":"logout"}"#),
+        "POST /json/reply/Authenticate": ("application/json", #"{"provider":"logout"}"#),
+    ]
+
+    /// Every state-changing route whose declaration checks the origin, called with every credential cookie (a live
+    /// session's) from another site and with no origin at all: refused by its guard before the handler, in its own
+    /// shape; and the same call from this site is not refused for its origin. A route that reads a session cookie on
+    /// a state-changing call must check it.
+    @Test(.timeLimit(.minutes(5)))
+    func everyRouteThatChecksTheOriginRefusesAnotherSite() async throws {
+        let configuration = Self.configuration()
+        let (_, policies) = try await Self.declared(configuration)
+        try await ServerHarness.run(configuration: configuration, web: true) { harness in
+            let minter = Minter(harness: harness)
+            var checked: [String] = []
+            for route in policies.keys.sorted() {
+                let access = try #require(policies[route])
+                if route.method != "GET", access.presentations.contains(.cookie) {
+                    if case .never = access.originCheck { Issue.record("\(route) reads a session cookie unchecked") }
+                }
+                guard Self.checksOrigin(access, route) else { continue }
+                if case .when = access.originCheck {
+                    try #require(Self.asking[route.description] != nil, "\(route): no request that asks")
+                }
+                checked.append(route.description)
+                for origin in ["https://elsewhere.example", nil, harness.serverURL] {
+                    let session = try await minter.session("origin\(checked.count)@example.com")
+                    let path = route.path.replacing("{id}", with: session.userID.description)
+                        .replacing("{action}", with: "disable")
+                    var headers: HTTPFields = [
+                        .cookie: ["siwa_session", "ss-tok"].map { "\($0)=\(session.accessToken)" }
+                            .joined(separator: "; ")
+                            + "; siwa_refresh=\(session.refreshToken); ss-reftok=\(session.refreshToken)"
+                    ]
+                    if let origin { headers[.origin] = origin }
+                    var body: ByteBuffer?
+                    if let asking = Self.asking[route.description] {
+                        headers[.contentType] = asking.contentType
+                        body = ByteBuffer(string: asking.body)
+                    }
+                    let method = try #require(HTTPRequest.Method(route.method))
+                    let response = try await harness.server.execute(
+                        uri: path,
+                        method: method,
+                        headers: headers,
+                        body: body
+                    )
+                    let text = String(buffer: response.body)
+                    let refused =
+                        response.status == .forbidden
+                        && (text.contains("csrf_check_failed") || text.contains("CsrfCheckFailed"))
+                    let lenient: Bool
+                    if case .anyCookieNamingAnOrigin = access.originCheck { lenient = true } else { lenient = false }
+                    if origin == harness.serverURL || (origin == nil && lenient) {
+                        #expect(!refused, "\(route) from this site: \(response.status) \(text.prefix(160))")
+                    } else {
+                        #expect(
+                            refused,
+                            "\(route) from \(origin ?? "no origin"): \(response.status) \(text.prefix(160))"
+                        )
+                        // Nothing happened: the session still works.
+                        let me = try await harness.call(.get, "/api/me", bearer: session.accessToken)
+                        #expect(me.status == .ok, "\(route) from \(origin ?? "no origin") ended the session")
+                    }
+                }
+            }
+            #expect(Set(checked) == Self.mustCheckTheOrigin, "the routes that check an origin: \(checked.sorted())")
         }
     }
 
@@ -303,6 +400,11 @@ struct RouteAccessMatrixTests {
             whatever its method; `client + flow` where a web flow starts; `notifications` for Apple's \
             notifications, which have a budget of their own; `nothing` for reads.
 
+            "origin checked with" says when a request that changes state must come from this site (an `Origin`, \
+            else a `Referer`, of the public URL or an allowed return origin): the route's guard refuses it before \
+            the handler, in the route's shape (`everyRouteThatChecksTheOriginRefusesAnotherSite` sends each one from \
+            another site).
+
             Each cell gives one answer per way of presenting the credential, in this order: \
             \(Way.allCases.map(\.rawValue).joined(separator: ", ")) (the last only on a POST).
 
@@ -311,8 +413,8 @@ struct RouteAccessMatrixTests {
             - `–` not taken as a caller: answered as a request carrying `not-a-token` instead;
             - `·` not read at all on this route: answered as a request carrying `not-a-token` instead.
 
-            | route | accepts | spends | refusal | \(kinds.joined(separator: " | ")) |
-            |---|---|---|---|\(kinds.map { _ in "---" }.joined(separator: "|"))|
+            | route | accepts | spends | refusal | origin checked with | \(kinds.joined(separator: " | ")) |
+            |---|---|---|---|---|\(kinds.map { _ in "---" }.joined(separator: "|"))|
             \(rows.joined(separator: "\n"))
 
             """

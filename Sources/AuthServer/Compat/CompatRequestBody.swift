@@ -28,12 +28,17 @@ struct CompatRequestBody: Sendable {
         do {
             return Array(try await request.body.collect(upTo: limit).readableBytesView)
         } catch {
-            throw AuthServerError(
-                .contentTooLarge,
-                AuthServerError.Code.bodyTooLarge,
-                "the request body is larger than \(limit) bytes"
-            )
+            throw tooLarge(limit)
         }
+    }
+
+    /// 413 `body_too_large` for a body of more than `limit` bytes.
+    static func tooLarge(_ limit: Int) -> AuthServerError {
+        AuthServerError(
+            .contentTooLarge,
+            AuthServerError.Code.bodyTooLarge,
+            "the request body is larger than \(limit) bytes"
+        )
     }
 
     /// JSON when the body starts with `{`, else a form. An empty body has no fields.

@@ -77,18 +77,48 @@ struct ServiceStackController: Sendable {
     }
 
     /// `Authenticate`'s: the current session when one comes along (a sign-in ignores it). Asking who is signed in
-    /// changes nothing, so it needs no cross-site check (ServiceStack's clients send no `Origin`); the calls that sign
-    /// in or out check it themselves.
-    static let authenticateAccess = RouteAccess(
-        credential: .session,
-        presentations: [.bearer, .cookie],
-        required: false,
-        checksOrigin: false,
-        refusal: .serviceStack
-    )
+    /// changes nothing, so it needs no cross-site check (ServiceStack's clients send no `Origin`); a sign-out by
+    /// cookie must come from this site, and a sign-in that sets cookies checks the lenient way itself.
+    var authenticateAccess: RouteAccess {
+        let cookieNames = [
+            Self.tokenCookie, Self.refreshCookie, SessionCookies(configuration: configuration).sessionName,
+        ]
+        let limit = configuration.maximumBodySize
+        return RouteAccess(
+            credential: .session,
+            presentations: [.bearer, .cookie],
+            required: false,
+            originCheck: .when("a sign-out (provider logout) with a session or refresh cookie") { request in
+                let cookies = request.cookies
+                guard cookieNames.contains(where: { cookies[$0] != nil }) else { return false }
+                let body: ByteBuffer
+                do {
+                    body = try await request.collectBody(upTo: limit)
+                } catch {
+                    throw CompatRequestBody.tooLarge(limit)
+                }
+                // A body that does not parse signs nobody out: the handler refuses it.
+                let fields = try? CompatRequestBody.parse(
+                    Array(body.readableBytesView),
+                    contentType: request.headers[.contentType]
+                )
+                let provider = fields?.string("provider") ?? request.uri.queryParameters["provider"].map(String.init)
+                return provider?.lowercased() == "logout"
+            },
+            refusal: .serviceStack
+        )
+    }
+
+    /// `GetAccessToken`'s: the refresh token in the body, or the `ss-reftok` cookie, which a request that names an
+    /// origin must send from this site (ServiceStack's .NET client keeps the cookie and sends no `Origin`).
+    static let getAccessTokenAccess = {
+        var access = RouteAccess.checkedByHandler(.refreshToken, refusal: .serviceStack)
+        access.originCheck = .anyCookieNamingAnOrigin
+        return access
+    }()
 
     func addRoutes(to routes: PolicedRoutes, auth: PolicedRoutes) {
-        let authenticate = Self.authenticateAccess
+        let authenticate = authenticateAccess
         let session = RouteAccess.session(refusal: .serviceStack)
         auth.post("/apple", access: authenticate, use: self.authenticate)
         auth.get("/apple", access: RouteAccess.open.spending(.flowStart), use: startWebFlow)
@@ -102,7 +132,7 @@ struct ServiceStackController: Sendable {
         routes.get("/api/Authenticate", access: authenticate.spending(.client), use: self.authenticate)
         routes.post("/json/reply/Authenticate", access: authenticate, use: self.authenticate)
         for path in ["/api/GetAccessToken", "/access-token", "/json/reply/GetAccessToken"] {
-            routes.post(path, access: .checkedByHandler(.refreshToken, refusal: .serviceStack), use: getAccessToken)
+            routes.post(path, access: Self.getAccessTokenAccess, use: getAccessToken)
         }
         routes.get("/hello/secure/{name}", access: session, use: helloSecure)
         routes.get("/hello/secure", access: session, use: helloSecure)
@@ -244,14 +274,7 @@ struct ServiceStackController: Sendable {
     /// Ends the session of the bearer token or the `ss-tok` / `ss-reftok` cookies, and clears the cookies, as
     /// ServiceStack's `Authenticate {provider: "logout"}` and `/auth/logout` do. Nothing to end is not an error.
     private func endSession(_ request: Request, context: SiwaRequestContext) async throws -> Response {
-        // Signing out changes state: a session cookie on a request that is not a GET must come from this site.
-        let cookieNames = [
-            Self.tokenCookie, Self.refreshCookie, SessionCookies(configuration: configuration).sessionName,
-        ]
-        if request.method != .get, request.method != .head, cookieNames.contains(where: { request.cookies[$0] != nil })
-        {
-            try CSRFCheck.verify(request, configuration: configuration)
-        }
+        // Signing out by cookie from another site was refused by the route's guard (``authenticateAccess``).
         if let claims = context.session { try await sessions.endSession(claims.sessionID, userID: claims.userID) }
         if let refreshToken = request.cookies[Self.refreshCookie]?.value, !refreshToken.isEmpty {
             try await sessions.endSession(refreshToken: refreshToken)

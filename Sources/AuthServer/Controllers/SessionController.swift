@@ -41,9 +41,9 @@ struct SessionController: Sendable {
     func addRoutes(to auth: PolicedRoutes, api: PolicedRoutes) {
         auth.post("/apple/native", access: .open, use: native)
         auth.post("/apple/nonce", access: .open, use: nonce)
-        auth.post("/refresh", access: .checkedByHandler(.refreshToken), use: refresh)
+        auth.post("/refresh", access: Self.refreshAccess, use: refresh)
         // A bearer token, the session cookies (cross-site checked) or a refresh token in the body.
-        auth.post("/logout", access: .session(required: false), use: logout)
+        auth.post("/logout", access: Self.logoutAccess, use: logout)
         api.get("/me", access: .session(), use: me)
     }
 
@@ -79,13 +79,26 @@ struct SessionController: Sendable {
         return NonceResponse(nonce: issued.nonce, expiresIn: issued.expiresIn)
     }
 
-    /// `POST /auth/refresh`: field `refreshToken`, or an empty body with the refresh cookie (CSRF-checked), which also
-    /// sets both cookies.
+    /// `POST /auth/refresh`'s: the refresh token in the body, or the refresh cookie, which must come from this site.
+    static let refreshAccess = {
+        var access = RouteAccess.checkedByHandler(.refreshToken)
+        access.originCheck = .anyCookie
+        return access
+    }()
+
+    /// `POST /auth/logout`'s: a bearer token, or the session and refresh cookies, which must come from this site.
+    static let logoutAccess = {
+        var access = RouteAccess.session(required: false)
+        access.originCheck = .anyCookie
+        return access
+    }()
+
+    /// `POST /auth/refresh`: field `refreshToken`, or an empty body with the refresh cookie (its origin checked by the
+    /// route's guard), which also sets both cookies.
     @Sendable func refresh(_ request: Request, context: SiwaRequestContext) async throws -> Response {
         var request = request
         let body = try await request.collectBody(limit: configuration.maximumBodySize)
         if body.readableBytes == 0, let refreshToken = cookies.refreshToken(in: request) {
-            try CSRFCheck.verify(request, configuration: configuration)
             let tokens = try await sessions.rotate(refreshToken: refreshToken, logger: context.logger)
             var response = try SessionResponse(tokens).response(from: request, context: context)
             cookies.set(tokens, on: &response)
@@ -97,7 +110,7 @@ struct SessionController: Sendable {
     }
 
     /// `POST /auth/logout`: a bearer token, field `refreshToken`, or, with an empty or form body, the session cookies
-    /// (CSRF-checked). The cookies are cleared; a browser's form post is sent back to `/login`.
+    /// (their origin checked by the route's guard). The cookies are cleared; a browser's form post is sent back to `/login`.
     @Sendable func logout(_ request: Request, context: SiwaRequestContext) async throws -> Response {
         if request.bearerToken != nil {
             // The guard read the bearer token first: a session ends; anything else is refused.
@@ -109,7 +122,6 @@ struct SessionController: Sendable {
         let body = try await request.collectBody(limit: configuration.maximumBodySize)
         let isForm = request.headers[.contentType]?.lowercased().hasPrefix("application/x-www-form-urlencoded") ?? false
         if hasSessionCookies(request), body.readableBytes == 0 || isForm {
-            try CSRFCheck.verify(request, configuration: configuration)
             try await endCookieSession(request)
             var response =
                 isForm

@@ -12,13 +12,15 @@ import Foundation
 #endif
 
 extension OpenIDController {
-    /// `POST /oauth/authorize`'s (the consent form): the browser's siwa session from its cookie, sent from this site
-    /// (``CSRFCheck``, as every cookie-authenticated state change); the handler answers each refusal with a page.
+    /// `POST /oauth/authorize`'s (the consent form): the browser's siwa session from its cookie, or its refresh
+    /// cookie, sent from this site (``CSRFCheck``, as every cookie-authenticated state change); a form from another
+    /// site is a page that says so, and the handler answers every other refusal with a page.
     static let consentFormAccess = RouteAccess(
         credential: .session,
         presentations: [.cookie],
         required: false,
-        checksOrigin: true
+        originCheck: .anyCookie,
+        refusal: .consentPage
     )
 
     /// Whether `userID` has allowed `client`, answering at `redirectURI`, at least `scope`.
@@ -168,30 +170,14 @@ extension OpenIDController {
         guard client.requiresConsent else {
             return Self.page("invalid_request", "This application does not ask for your consent.")
         }
-        func crossSite(_ error: AuthServerError) -> Response {
-            context.logger.info("OpenID consent refused: cross-site form", metadata: ["client": "\(client.id)"])
-            return WebErrorPage(
-                status: .forbidden,
-                code: error.code,
-                reason: "This consent form was sent from another site, so it was ignored. Go back to the app and "
-                    + "sign in again."
-            ).response
-        }
         let claims: AccessTokenClaims
         var renewed: SessionService.Tokens?
         switch context.authentication {
         case .session(let session, _):
             claims = session
-        case .refused(let error) where error.code == AuthServerError.Code.csrfCheckFailed:
-            return crossSite(error)
         case .refused, nil:
-            // No access cookie to check the origin with: the refresh cookie renews the session from this site only.
+            // No access cookie: the refresh cookie (whose origin the route's guard checked) renews the session.
             guard cookies.refreshToken(in: request) != nil else { return signInFirst(fields) }
-            do throws(AuthServerError) {
-                try CSRFCheck.verify(request, configuration: configuration)
-            } catch {
-                return crossSite(error)
-            }
             guard let renewal = try await renewBrowserSession(request, logger: context.logger) else {
                 return signInFirst(fields)
             }
@@ -294,5 +280,18 @@ extension OpenIDController {
         default:
             return Self.page("invalid_request", "The consent form has no decision. Go back to the app and try again.")
         }
+    }
+}
+
+extension RouteAccess.Refusal {
+    /// The consent form's: an HTML page, which for a form sent from another site says it was ignored.
+    static let consentPage = RouteAccess.Refusal(name: "HTML page") { error, _ in
+        guard error.code == AuthServerError.Code.csrfCheckFailed else { return WebErrorPage(error).response }
+        return WebErrorPage(
+            status: .forbidden,
+            code: error.code,
+            reason: "This consent form was sent from another site, so it was ignored. Go back to the app and sign in "
+                + "again."
+        ).response
     }
 }

@@ -92,17 +92,8 @@ extension OpenIDController {
                 ?? requested
         }
 
-        let confirmed: Bool
-        if request.method == .post, parameters["confirm"] == "1" {
-            do {
-                try CSRFCheck.verify(request, configuration: configuration)
-            } catch {
-                return WebErrorPage(error).response
-            }
-            confirmed = true
-        } else {
-            confirmed = false
-        }
+        // A confirmation from another site was refused by the route's guard.
+        let confirmed = request.method == .post && parameters["confirm"] == "1"
         let browserClaims: AccessTokenClaims? =
             if case .session(let claims, .cookie) = context.authentication { claims } else { nil }
         // A browser with a session is asked first unless the hint is that browser's own user's: any ID token verifies

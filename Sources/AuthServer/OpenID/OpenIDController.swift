@@ -33,14 +33,28 @@ struct OpenIDController: Sendable {
     /// The `iss` of every token and of the discovery document: the configured public URL.
     var issuerURL: String { configuration.publicURL }
 
-    /// The browser's siwa session, from its session cookie (a GET; the logout form is cross-site checked by the
-    /// handler, which answers a page).
+    /// The browser's siwa session, from its session cookie (`GET /oauth/authorize`, which changes nothing by it).
     static let browserSession = RouteAccess(
         credential: .session,
         presentations: [.cookie],
         required: false,
-        checksOrigin: false
+        originCheck: .never
     ).spending(.client)
+
+    /// The `end_session_endpoint`'s: the browser's siwa session, from its session cookie. A relying party may post
+    /// its sign-out request from its own site; the form that confirms a sign-out must come from this one, and is
+    /// otherwise a page that says why.
+    var endSessionAccess: RouteAccess {
+        var access = Self.browserSession
+        access.originCheck = .whenForm(
+            "a form that confirms the sign-out (confirm=1)",
+            field: "confirm",
+            is: "1",
+            limit: configuration.maximumBodySize
+        )
+        access.refusal = .page
+        return access
+    }
 
     /// `/oauth/userinfo`'s: a relying party's access token (or a siwa session) as a bearer token or, on a POST, the
     /// form's `access_token` (RFC 6750 §2.2); refused in RFC 6750's shape.
@@ -58,8 +72,8 @@ struct OpenIDController: Sendable {
         routes.post("/oauth/token", access: .checkedByHandler(.clientCredentials), use: token)
         routes.get("/oauth/userinfo", access: Self.userInfoAccess, use: userInfo)
         routes.post("/oauth/userinfo", access: Self.userInfoAccess, use: userInfo)
-        routes.get("/oauth/logout", access: Self.browserSession, use: logout)
-        routes.post("/oauth/logout", access: Self.browserSession, use: logout)
+        routes.get("/oauth/logout", access: endSessionAccess, use: logout)
+        routes.post("/oauth/logout", access: endSessionAccess, use: logout)
         routes.post("/oauth/revoke", access: .checkedByHandler(.clientCredentials), use: revoke)
     }
 

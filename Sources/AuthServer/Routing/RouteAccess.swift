@@ -1,4 +1,5 @@
 import AccountStore
+import AppleSignIn
 import HTTPTypes
 import Hummingbird
 
@@ -61,6 +62,54 @@ struct RouteAccess: Sendable, CustomStringConvertible {
         static let json = Refusal(name: "JSON") { error, _ in throw error }
     }
 
+    /// When the guard checks that a request comes from this site. Requests by GET or HEAD change nothing and are
+    /// never checked; but for ``always``, a bearer token on a route that reads one needs no check (a browser never
+    /// adds one on its own).
+    enum OriginCheck: Sendable, CustomStringConvertible {
+        /// Never: the route reads only, or signs in and checks its own lenient way.
+        case never
+        /// When the access token the guard read came from a session cookie.
+        case sessionCookie
+        /// On every request that changes state, however its credential comes (a bearer token too): the console's
+        /// forms, which only a page of this site posts.
+        case always
+        /// When the request carries any session or refresh cookie (siwa's, or a contract's that is on): the handler
+        /// reads a refresh cookie itself, to rotate or end it.
+        case anyCookie
+        /// As ``anyCookie``, but only a request that names an origin (`Origin`, else `Referer`) must name this site:
+        /// for a contract whose non-browser clients keep its cookies and send no `Origin`. Browsers send `Origin`
+        /// with every cross-site POST, so another site's form is refused all the same.
+        case anyCookieNamingAnOrigin
+        /// When `applies` says the request asks for a state change by cookie that another site must not ask for (a
+        /// form confirming a sign-out, a contract's logout call); `what` names it in the table of who may call what.
+        /// It may read the body, which the handler then reads from memory.
+        case when(_ what: String, _ applies: @Sendable (_ request: inout Request) async throws -> Bool)
+
+        /// When a form posted by POST sets `field` to `value`. The guard reads the body (at most `limit` bytes) that
+        /// the handler then reads from memory; a form that does not decode applies nothing here, and its handler
+        /// refuses it.
+        static func whenForm(_ what: String, field: String, is value: String, limit: Int) -> OriginCheck {
+            .when(what) { request in
+                guard request.method == .post,
+                    request.headers[.contentType]?.lowercased().hasPrefix("application/x-www-form-urlencoded") == true
+                else { return false }
+                let body = try await request.collectBody(upTo: limit)
+                return FormURLEncoding.decode(body.readableBytesView)?[field] == value
+            }
+        }
+
+        var description: String {
+            switch self {
+            case .never: "never"
+            case .sessionCookie: "a session cookie"
+            case .always: "every request"
+            case .anyCookie: "any session or refresh cookie"
+            case .anyCookieNamingAnOrigin: "any session or refresh cookie, when the request names an origin"
+            case .when(let what, _): what
+            }
+        }
+    }
+
     /// What a call spends from its client's budget (``RateLimiter``), before anything of the request is read: every
     /// route that verifies a credential, signs in, rotates a refresh token or writes spends, whatever its method.
     enum Budget: String, Sendable {
@@ -79,9 +128,9 @@ struct RouteAccess: Sendable, CustomStringConvertible {
     /// Whether the route answers a refusal without a credential it accepts (`false`: the handler sees what was found,
     /// or a refusal, and decides; a credential of a kind the route does not accept is always a refusal there).
     var required: Bool
-    /// Whether a cookie on a request that changes state (not GET or HEAD) must come from this site (``CSRFCheck``).
-    /// Off only where the handler checks the calls that sign in or out itself.
-    var checksOrigin = true
+    /// When a request that changes state must come from this site (``CSRFCheck``): the guard checks it before the
+    /// handler runs and answers a refusal in the route's shape, so no handler checks an origin itself.
+    var originCheck = OriginCheck.sessionCookie
     var refusal = Refusal.json
     /// What the route spends, when its declaration says so; else what its credential and method imply
     /// (``budget(for:)``).

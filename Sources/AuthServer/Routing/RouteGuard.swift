@@ -13,6 +13,10 @@ struct RouteGuard: Sendable {
     let configuration: AuthServerConfiguration
     /// Cookies that hold one of siwa's access tokens, in the order they are tried.
     let cookieNames: [String]
+    /// Every cookie that carries a credential (each access cookie and each refresh cookie, siwa's and the contracts'
+    /// that are on): a state-changing request with one, on a route checking ``RouteAccess/OriginCheck/anyCookie``,
+    /// must come from this site.
+    let credentialCookieNames: [String]
     /// The admin API's service tokens.
     let serviceTokens: ServiceTokens
     /// Refuses a session whose account does not hold the admin role (the admin routes' check); returns the subject
@@ -34,8 +38,13 @@ struct RouteGuard: Sendable {
         if access.isAdmin, !isAdminNetwork(request, context) {
             return try access.refusal.answer(.adminNetworkRefused, request)
         }
-        guard access.readsAccessToken else { return try await handler(request, context) }
         var request = request
+        do {
+            try await checkOrigin(&request, access: access)
+        } catch let error as AuthServerError {
+            return try access.refusal.answer(error, request)
+        }
+        guard access.readsAccessToken else { return try await handler(request, context) }
         var context = context
         if let scope = access.serviceTokenScope, let bearer = request.bearerToken,
             ServiceTokens.looksLikeServiceToken(bearer)
@@ -54,7 +63,8 @@ struct RouteGuard: Sendable {
         do {
             context.authentication = try await authenticate(&request, access: access)
         } catch let error as AuthServerError {
-            // The body that would carry the token could not be read (too large): answered in the route's shape.
+            // A session cookie from another site, or a body that would carry the token could not be read (too
+            // large): answered in the route's shape.
             return try access.refusal.answer(error, request)
         }
         switch context.authentication {
@@ -92,6 +102,33 @@ struct RouteGuard: Sendable {
         return response
     }
 
+    /// Refuses a request that changes state from another site when the route's ``RouteAccess/originCheck`` asks
+    /// for it, except the session-cookie check, which ``authenticate(_:access:)`` makes once it knows where the token
+    /// came from.
+    /// - Throws: ``AuthServerError`` 403 `csrf_check_failed`, or what the route's own test of the request throws.
+    private func checkOrigin(_ request: inout Request, access: RouteAccess) async throws {
+        guard request.method != .get, request.method != .head else { return }
+        let bearer = access.presentations.contains(.bearer) && request.bearerToken != nil
+        switch access.originCheck {
+        case .never, .sessionCookie:
+            return
+        case .always:
+            break
+        case _ where bearer:
+            return
+        case .anyCookie:
+            let cookies = request.cookies
+            guard credentialCookieNames.contains(where: { cookies[$0] != nil }) else { return }
+        case .anyCookieNamingAnOrigin:
+            let cookies = request.cookies
+            guard credentialCookieNames.contains(where: { cookies[$0] != nil }) else { return }
+            return try CSRFCheck.refuseForeignOrigin(request, configuration: configuration)
+        case .when(_, let applies):
+            guard try await applies(&request) else { return }
+        }
+        try CSRFCheck.verify(request, configuration: configuration)
+    }
+
     /// Whether the client (as the rate limits see it, through trusted proxies) is in
     /// ``AuthServerConfiguration/adminNetworks``, or that list is empty.
     private func isAdminNetwork(_ request: Request, _ context: SiwaRequestContext) -> Bool {
@@ -115,12 +152,9 @@ struct RouteGuard: Sendable {
         if access.presentations.contains(.cookie), request.headers[.cookie] != nil,
             let (name, token) = cookieToken(in: request)
         {
-            if access.checksOrigin, request.method != .get, request.method != .head {
-                do throws(AuthServerError) {
-                    try CSRFCheck.verify(request, configuration: configuration)
-                } catch {
-                    return .refused(error)
-                }
+            // From another site: refused before the handler, whether or not the route requires a session.
+            if case .sessionCookie = access.originCheck, request.method != .get, request.method != .head {
+                try CSRFCheck.verify(request, configuration: configuration)
             }
             return identify(token, via: .cookie(name))
         }

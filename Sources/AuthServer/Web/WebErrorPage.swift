@@ -78,3 +78,8 @@ struct WebErrorPage {
         ).response(status: status)
     }
 }
+
+extension RouteAccess.Refusal {
+    /// A browser route's: an HTML page naming why (``WebErrorPage``).
+    static let page = RouteAccess.Refusal(name: "HTML page") { error, _ in WebErrorPage(error).response }
+}
