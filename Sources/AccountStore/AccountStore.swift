@@ -214,8 +214,7 @@ public protocol AccountStore: Sendable {
     func createSession(firstToken: RefreshTokenRecord, metadata: SessionMetadata, now: Date) async throws(StoreError)
 
     /// Presents the refresh token with hash `presentedHash`. When it is current it is marked used and `next` is stored
-    /// as the session's new token (`next.sessionID` and `next.userID` are taken from the presented token, whatever the
-    /// caller put there). Presenting a token that was already used revokes the whole session (theft), unless it was
+    /// as the session's new token, of the presented token's session and user. Presenting a token that was already used revokes the whole session (theft), unless it was
     /// used less than `reuseGrace` before `now` (two browser tabs, or a client retrying after a lost answer, present one
     /// token at nearly the same time): then the answer is ``RotationOutcome/rotated(sessionID:userID:)`` and the session
     /// keeps one current token. A `next` already stored for the session (the caller derives successors from the
@@ -225,7 +224,7 @@ public protocol AccountStore: Sendable {
     /// use time, written anyway).
     func rotateRefreshToken(
         presentedHash: [UInt8],
-        next: RefreshTokenRecord,
+        next: RefreshTokenSuccessor,
         now: Date,
         reuseGrace: TimeInterval
     ) async throws(StoreError)
@@ -438,7 +437,7 @@ extension AccountStore {
     /// Rotates with no grace: presenting a used token is always reuse.
     public func rotateRefreshToken(
         presentedHash: [UInt8],
-        next: RefreshTokenRecord,
+        next: RefreshTokenSuccessor,
         now: Date
     ) async throws(StoreError) -> RotationOutcome {
         try await rotateRefreshToken(presentedHash: presentedHash, next: next, now: now, reuseGrace: 0)

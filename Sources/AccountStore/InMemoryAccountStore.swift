@@ -525,7 +525,7 @@ public actor InMemoryAccountStore: AccountStore {
 
     public func rotateRefreshToken(
         presentedHash: [UInt8],
-        next: RefreshTokenRecord,
+        next: RefreshTokenSuccessor,
         now: Date,
         reuseGrace: TimeInterval
     ) throws(StoreError)
@@ -559,10 +559,7 @@ public actor InMemoryAccountStore: AccountStore {
         if stored.record.expiresAt <= now { return .expired }
         guard tokens[next.hash] == nil else { throw StoreError(.duplicate, "next refresh token exists") }
         if stored.usedAt == nil { tokens[presentedHash]?.usedAt = now }
-        var successor = next
-        successor.sessionID = sessionID
-        successor.userID = userID
-        tokens[next.hash] = StoredToken(record: successor)
+        tokens[next.hash] = StoredToken(record: next.record(sessionID: sessionID, userID: userID))
         return .rotated(sessionID: sessionID, userID: userID)
     }
 

@@ -128,7 +128,6 @@ extension SQLAccountStore {
             url: url,
             schema: schema,
             maximumConnections: 2,
-            pooling: .siwa,
             migrating: false,
             logger: logger
         )

@@ -70,7 +70,7 @@ extension SQLAccountStore {
     /// ``InMemoryAccountStore``.
     public func rotateRefreshToken(
         presentedHash: [UInt8],
-        next: RefreshTokenRecord,
+        next: RefreshTokenSuccessor,
         now: Date,
         reuseGrace: TimeInterval
     ) async throws(StoreError) -> RotationOutcome {

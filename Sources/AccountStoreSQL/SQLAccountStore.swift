@@ -201,7 +201,7 @@ public final class SQLAccountStore: AccountStore {
             url: url,
             schema: schema,
             maximumConnections: maximumConnections,
-            pooling: .siwa,
+            migrating: true,
             applicationName: applicationName,
             logger: logger
         )
@@ -216,14 +216,12 @@ public final class SQLAccountStore: AccountStore {
     /// The pool limits ``postgres(url:schema:maximumConnections:logger:)`` accepts.
     public static let maximumConnectionsRange = 1...1_000
 
-    /// ``postgres(url:schema:maximumConnections:logger:)`` with a choice of pool, for the benchmark that compares
-    /// them (``PostgresPooling``).
-    package static func postgres(
+    /// ``postgres(url:schema:maximumConnections:logger:)``, migrating the schema or not (`existingPostgres`).
+    static func postgres(
         url: String,
         schema: String?,
         maximumConnections: Int?,
-        pooling: PostgresPooling,
-        migrating: Bool = true,
+        migrating: Bool,
         applicationName: String = "siwa",
         logger: Logger
     ) async throws(StoreError) -> SQLAccountStore {
@@ -247,32 +245,20 @@ public final class SQLAccountStore: AccountStore {
             configuration.searchPath = [schema]
         }
         let limit = maximumConnections ?? defaultMaximumConnections
-        let connections: any SQLConnections
-        var listener: PostgresAnnouncementListener?
-        switch pooling {
-        case .siwa:
-            let opener = PostgresOpener(configuration, applicationName: applicationName)
-            let announcementLogger = driverLogger(logger)
-            listener = PostgresAnnouncementListener(
-                open: { logger in
-                    try await opener.open(logger: logger, on: MultiThreadedEventLoopGroup.singleton.any()).get()
-                },
-                logger: announcementLogger
-            )
-            connections = SQLConnectionPool(
-                open: { logger, eventLoop in opener.open(logger: logger, on: eventLoop) },
-                flavor: .postgres,
-                limit: limit,
-                logger: driverLogger(logger),
-                makeDatabase: { $0.sql(queryLogLevel: nil) }
-            )
-        case .postgresClient:
-            connections = try PostgresClientConnections(
-                configuration: configuration,
-                limit: limit,
-                logger: driverLogger(logger)
-            )
-        }
+        let opener = PostgresOpener(configuration, applicationName: applicationName)
+        let listener = PostgresAnnouncementListener(
+            open: { logger in
+                try await opener.open(logger: logger, on: MultiThreadedEventLoopGroup.singleton.any()).get()
+            },
+            logger: driverLogger(logger)
+        )
+        let connections = SQLConnectionPool(
+            open: { logger, eventLoop in opener.open(logger: logger, on: eventLoop) },
+            flavor: .postgres,
+            limit: limit,
+            logger: driverLogger(logger),
+            makeDatabase: { $0.sql(queryLogLevel: nil) }
+        )
         return try await open(
             connections,
             schema: schema,

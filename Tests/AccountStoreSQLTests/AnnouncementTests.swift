@@ -1,6 +1,7 @@
 import AccountStore
 import AccountStoreSQL
 import AppleSignIn
+import SiwaTesting
 import Testing
 
 #if canImport(FoundationEssentials)

@@ -1,6 +1,7 @@
 import AccountStore
 import AppleSignIn
 import SQLKit
+import SiwaTesting
 import Testing
 
 @testable import AccountStoreSQL

@@ -196,6 +196,32 @@ struct ParserFuzzTests {
         }
     }
 
+    /// The lenient reading agrees with the strict one on every form the strict one accepts (random pairs, names
+    /// unique), and also keeps what the strict one refuses: a name given twice, each time in order, and an escape
+    /// that is not valid, as written.
+    @Test func lenientFormPairsAgreeWithTheStrictDecoder() {
+        var random = FuzzRandom(seed: Self.seed, stream: 11)
+        for round in 0..<2_000 {
+            let pairs = random.formPairs()
+            let body = Array(FormURLEncoding.encode(pairs).utf8)
+            let lenient = FormURLEncoding.lenientPairs(body)
+            #expect(lenient.map(\.name) == pairs.map(\.0), "round \(round), seed \(Self.seed)")
+            #expect(lenient.map(\.value) == pairs.map(\.1), "round \(round), seed \(Self.seed)")
+            for (name, value) in pairs {
+                #expect(FormURLEncoding.decodeComponent(FormURLEncoding.percentEncode(name)) == name)
+                #expect(FormURLEncoding.decodeComponent(FormURLEncoding.percentEncode(value)) == value)
+            }
+        }
+        let refused = Array("a=1&a=2+3&b=%ZZ&%E2%82%AC=%FF&c".utf8)
+        #expect(FormURLEncoding.decode(refused) == nil)
+        let kept = FormURLEncoding.lenientPairs(refused)
+        #expect(kept.map(\.name) == ["a", "a", "b", "€", "c"])
+        #expect(kept.map(\.value) == ["1", "2 3", "%ZZ", "%FF", ""])
+        #expect(FormURLEncoding.decodeComponent("a%2Bb+c") == "a+b c")
+        #expect(FormURLEncoding.decodeComponent("%ZZ") == nil)
+        #expect(FormURLEncoding.decodeComponent("%FF") == nil)
+    }
+
     // MARK: - The readers underneath
 
     /// JSON: random documents, mutations, nesting far past the limit, huge numbers, invalid UTF-8 and duplicate keys.

@@ -209,7 +209,7 @@ private struct AuditFailingStore: AccountStore {
 
     func rotateRefreshToken(
         presentedHash: [UInt8],
-        next: RefreshTokenRecord,
+        next: RefreshTokenSuccessor,
         now: Date,
         reuseGrace: TimeInterval
     ) async throws(StoreError) -> RotationOutcome {

@@ -107,7 +107,7 @@ struct OpenAPIDocumentTests {
         let same = OpenAPIDocument.json + "\n" == file  // compared apart: a failure should not print both documents
         #expect(
             same,
-            "Sources/AuthServer/OpenAPIDocument.swift is not docs/openapi.json: run scripts/generate-openapi-source"
+            "Sources/AuthServer/App/OpenAPIDocument.swift is not docs/openapi.json: run scripts/generate-openapi-source"
         )
     }
 

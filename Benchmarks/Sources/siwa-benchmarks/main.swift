@@ -139,29 +139,6 @@ nonisolated func runBenchmarks() async throws {
     )
     let secrets = ClientSecretFactory(credentials: credentials, lifetime: 3600)
 
-    if CommandLine.arguments.count > 2, CommandLine.arguments[2] == "stages" {
-        // What each stage of a verification costs, beside the raw check and the whole verification, in turns:
-        // nanoseconds per run, median and range of the rounds.
-        var stages = try await VerificationStages.stages(of: token, verifier: verifier, expectedNonce: "bench-nonce")
-        stages.insert(
-            (
-                "raw RSA check with its SHA-256 (the reference)",
-                { precondition(publicKey.isValidSignature(signature, for: signingInput, padding: .insecurePKCS1v1_5)) }
-            ),
-            at: 0
-        )
-        let measured =
-            stages.map { stage in Measured(name: stage.name) { try stage.run() } }
-            + [
-                Measured(name: "the whole verification") {
-                    _ = try await verifier.verify(token, expectedNonce: "bench-nonce")
-                },
-                Measured(name: "nothing (the harness's own cost per run)") {},
-            ]
-        print("siwa verification stages: \(seconds) s per figure in 10 turns, one thread; ns per run")
-        _ = try await measureInTurns(measured, seconds: seconds, rounds: 10, unit: .nanoseconds)
-        exit(0)
-    }
     if CommandLine.arguments.count > 2, ["siwa-only", "raw-only"].contains(CommandLine.arguments[2]) {
         // For profilers and counters (`perf record`, `perf stat` with a probe on malloc): one path alone, a fixed
         // number of times (the third argument, 20,000 by default).
@@ -205,9 +182,7 @@ nonisolated func runBenchmarks() async throws {
 
 }
 
-if CommandLine.arguments.count > 1, CommandLine.arguments[1] == "store-pools" {
-    try await runStorePools(arguments: Array(CommandLine.arguments.dropFirst(2)))
-} else if CommandLine.arguments.count > 1, CommandLine.arguments[1] == "store-sqlite" {
+if CommandLine.arguments.count > 1, CommandLine.arguments[1] == "store-sqlite" {
     try await runStoreSQLite(arguments: Array(CommandLine.arguments.dropFirst(2)))
 } else {
     try await runBenchmarks()

@@ -24,6 +24,30 @@ public struct RefreshTokenRecord: Sendable, Hashable {
     }
 }
 
+/// A rotation's next refresh token (``AccountStore/rotateRefreshToken(presentedHash:next:now:reuseGrace:)``): its
+/// session and user are the presented token's, which the store takes.
+public struct RefreshTokenSuccessor: Sendable, Hashable {
+    /// SHA-256 of the token (32 bytes). The token itself is never stored.
+    public var hash: [UInt8]
+    public var issuedAt: Date
+    public var expiresAt: Date
+
+    /// - Parameters:
+    ///   - hash: SHA-256 of the new token.
+    ///   - issuedAt: when it was issued (the rotation's time).
+    ///   - expiresAt: when it stops working.
+    public init(hash: [UInt8], issuedAt: Date, expiresAt: Date) {
+        self.hash = hash
+        self.issuedAt = issuedAt
+        self.expiresAt = expiresAt
+    }
+
+    /// The token stored for `sessionID` and `userID`.
+    public func record(sessionID: SessionID, userID: UserID) -> RefreshTokenRecord {
+        RefreshTokenRecord(hash: hash, sessionID: sessionID, userID: userID, issuedAt: issuedAt, expiresAt: expiresAt)
+    }
+}
+
 /// A session to start together with a sign-in (``AccountStore/signIn(_:startingSession:now:)``): its first refresh
 /// token, stored as a hash, belongs to whichever account the sign-in finds or creates.
 public struct NewSession: Sendable, Hashable {

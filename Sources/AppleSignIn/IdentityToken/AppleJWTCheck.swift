@@ -29,17 +29,29 @@ struct AppleJWTCheck: Sendable {
         }
 
         /// The JWT as the checks found it. Verification reaches here only when every check of
-        /// ``AppleJWTCheck/common`` passed; inspection may not have every value, and reads the claims all the same
-        /// (a placeholder stands for what failed, so that every later problem is reported too).
+        /// ``AppleJWTCheck/common`` passed; inspection goes on after a failed check, so that every later problem is
+        /// reported too, and reads what failed as the token states it (an audience not allowed, an expired `exp`).
+        /// A claim the token lacks or cannot state is not made up: the later check then reports it not checked.
         func jwt(now: Date) throws(AppleSignInError) -> SignedAppleJWT {
             guard let claims else { throw AppleJWTCheck.notChecked("claims") }
+            let statedAudience = claims["aud"]?.stringValue.map { ClientID($0) }
+            guard let audience = audience ?? statedAudience else { throw AppleJWTCheck.notChecked("aud") }
+            guard let issuer = issuer ?? claims["iss"]?.stringValue else { throw AppleJWTCheck.notChecked("iss") }
+            guard let issuedAt = issuedAt ?? Self.date(claims, "iat") else { throw AppleJWTCheck.notChecked("iat") }
+            guard let expiresAt = expiresAt ?? Self.date(claims, "exp") else { throw AppleJWTCheck.notChecked("exp") }
             return SignedAppleJWT(
                 claims: claims,
-                audience: audience ?? ClientID(""),
-                issuer: issuer ?? "",
-                issuedAt: issuedAt ?? now,
-                expiresAt: expiresAt ?? now
+                audience: audience,
+                issuer: issuer,
+                issuedAt: issuedAt,
+                expiresAt: expiresAt
             )
+        }
+
+        /// The time a numeric claim states, if it is a finite number.
+        private static func date(_ claims: JSONObjectView, _ name: String) -> Date? {
+            guard let seconds = claims.number(name), seconds.isFinite else { return nil }
+            return Date(timeIntervalSince1970: seconds)
         }
     }
 

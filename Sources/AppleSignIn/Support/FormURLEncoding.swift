@@ -50,6 +50,27 @@ package enum FormURLEncoding {
         return fields
     }
 
+    /// Decodes a form body or a query leniently, for answering a request that ``decode(_:)`` refuses: every pair in
+    /// order, a name given twice kept each time, `+` a space, and a name or value whose escapes are not valid (or not
+    /// UTF-8) kept as written.
+    package static func lenientPairs(_ body: some Collection<UInt8>) -> [(name: String, value: String)] {
+        Array(body).split(separator: UInt8(ascii: "&"), omittingEmptySubsequences: true).map { part in
+            let equals = part.firstIndex(of: UInt8(ascii: "=")) ?? part.endIndex
+            let name = part[part.startIndex..<equals]
+            let value = equals < part.endIndex ? part[(equals + 1)...] : []
+            return (
+                percentDecode(name) ?? String(decoding: name, as: UTF8.self),
+                percentDecode(value) ?? String(decoding: value, as: UTF8.self)
+            )
+        }
+    }
+
+    /// Decodes one form-encoded component (`+` a space, `%XX` escapes): `nil` when an escape is not valid or the
+    /// result is not UTF-8.
+    package static func decodeComponent(_ text: some StringProtocol) -> String? {
+        percentDecode(ArraySlice(text.utf8))
+    }
+
     private static func percentDecode(_ bytes: ArraySlice<UInt8>) -> String? {
         percentDecode(bytes, plusIsSpace: true).flatMap { String(validating: $0, as: UTF8.self) }
     }

@@ -16,15 +16,12 @@ import Foundation
 /// write for the others). 401 without a token, 403 `admin_required` without the role, 403 `insufficient_scope` for a
 /// read token that acts; errors as everywhere else (`{"error", "message"}`). Every answer the guard lets through names
 /// the credential that acted in `Siwa-Acting-Credential` (`token <name>` or `admin <subject>`).
-struct AdminAPIController: Sendable {
+struct AdminAPIController: RouteProvider {
     let configuration: AuthServerConfiguration
     let access: AdminAccess
     let store: any AccountStore
     let actions: AdminActions
     let clock: any WallClock
-
-    static let pageLimit = 50
-    static let maximumLimit = 200
 
     /// An admin's session as a bearer token only, or a service token of either scope: a session cookie does not
     /// count, so that a page of another site (or a sibling subdomain) cannot drive the API with the admin's browser.
@@ -78,9 +75,9 @@ struct AdminAPIController: Sendable {
     @Sendable func users(_ request: Request, context: SiwaRequestContext) async throws -> UsersPage {
         _ = try await access.caller(context)
         let query = request.uri.queryParameters["query"].map(String.init) ?? ""
-        let limit = try Self.limit(request)
-        let cursor = try Self.cursor(request)
-        let page = try await Self.refusingForeignCursors {
+        let limit = try RequestFields.limit(request)
+        let cursor = try RequestFields.cursor(request)
+        let page = try await RequestFields.refusingForeignCursors {
             try await store.searchUsers(query, limit: limit, after: cursor)
         }
         return UsersPage(users: page.items.map(UserSummary.init), next: page.next?.description)
@@ -150,7 +147,7 @@ struct AdminAPIController: Sendable {
         _ = try await access.caller(context)
         let user = try await existingUser(context)
         let now = clock.now
-        let records = try await store.sessions(userID: user.id, now: now, limit: Self.maximumLimit)
+        let records = try await store.sessions(userID: user.id, now: now, limit: RequestFields.maximumLimit)
         return SessionsList(
             sessions: records.map { record in
                 SessionSummary(
@@ -213,7 +210,7 @@ struct AdminAPIController: Sendable {
     static func auditFilter(_ parameter: (String) -> String?) throws -> AuditEventFilter {
         var filter = AuditEventFilter()
         if let user = parameter("user"), !user.isEmpty {
-            guard let id = UserID(user) else { throw Self.invalid("user", "is not a siwa user id") }
+            guard let id = UserID(user) else { throw RequestFields.invalid("user", "is not a siwa user id") }
             filter.userID = id
         }
         if let types = parameter("type"), !types.isEmpty {
@@ -221,7 +218,7 @@ struct AdminAPIController: Sendable {
             for name in types.split(separator: ",") {
                 guard let type = AuditEventType(rawValue: String(name)) else {
                     let known = AuditEventType.allCases.map(\.rawValue).joined(separator: ", ")
-                    throw Self.invalid(
+                    throw RequestFields.invalid(
                         "type",
                         "names an unknown event type \(LoggedText.quoted(name, limit: 64)) (known: \(known))"
                     )
@@ -230,17 +227,17 @@ struct AdminAPIController: Sendable {
             }
             filter.types = chosen
         }
-        filter.since = try Self.date(parameter("since"), "since")
-        filter.until = try Self.date(parameter("until"), "until")
+        filter.since = try RequestFields.date(parameter("since"), "since")
+        filter.until = try RequestFields.date(parameter("until"), "until")
         return filter
     }
 
     @Sendable func audit(_ request: Request, context: SiwaRequestContext) async throws -> AuditPage {
         _ = try await access.caller(context)
         let filter = try Self.auditFilter(request.uri.queryParameters)
-        let limit = try Self.limit(request)
-        let cursor = try Self.cursor(request)
-        let page = try await Self.refusingForeignCursors {
+        let limit = try RequestFields.limit(request)
+        let cursor = try RequestFields.cursor(request)
+        let page = try await RequestFields.refusingForeignCursors {
             try await store.auditEvents(filter, limit: limit, after: cursor)
         }
         return AuditPage(events: page.items.map(AuditEntry.init), next: page.next?.description)
@@ -279,7 +276,7 @@ struct AdminAPIController: Sendable {
         let user = try await existingUser(context)
         let wanted = try await body(request, EndSessionsRequest.self, members: EndSessionsRequest.members)?.sessionId
         let sessionID = try wanted.map { text in
-            guard let id = SessionID(text) else { throw Self.invalid("sessionId", "is not a session id") }
+            guard let id = SessionID(text) else { throw RequestFields.invalid("sessionId", "is not a session id") }
             return id
         }
         let ended = try await actions.endSessions(of: user, only: sessionID, by: caller)
@@ -338,7 +335,8 @@ struct AdminAPIController: Sendable {
 
     @Sendable func stats(_ request: Request, context: SiwaRequestContext) async throws -> Stats {
         _ = try await access.caller(context)
-        let count = try Self.integer(request.uri.queryParameters["days"].map(String.init), "days", 1...366) ?? 30
+        let count =
+            try RequestFields.integer(request.uri.queryParameters["days"].map(String.init), "days", 1...366) ?? 30
         return try await AdminStatistics(store: store, now: clock.now).stats(days: count)
     }
 
@@ -346,7 +344,7 @@ struct AdminAPIController: Sendable {
 
     private func existingUser(_ context: SiwaRequestContext) async throws -> UserRecord {
         let text = context.parameters.get("id") ?? ""
-        guard let id = UserID(text) else { throw Self.invalid("id", "is not a siwa user id") }
+        guard let id = UserID(text) else { throw RequestFields.invalid("id", "is not a siwa user id") }
         guard let user = try await store.user(id: id) else { throw Self.noSuchUser }
         return user
     }
@@ -356,45 +354,4 @@ struct AdminAPIController: Sendable {
         AuthServerError.Code.notFound,
         "there is no account with that id"
     )
-
-    static func invalid(_ field: String, _ problem: String) -> AuthServerError {
-        AuthServerError.badRequest(AuthServerError.Code.invalidField, "'\(field)' \(problem)")
-    }
-
-    static func limit(_ request: Request) throws -> Int {
-        try integer(request.uri.queryParameters["limit"].map(String.init), "limit", 1...maximumLimit) ?? pageLimit
-    }
-
-    static func cursor(_ request: Request) throws -> PageCursor? {
-        guard let text = request.uri.queryParameters["after"].map(String.init), !text.isEmpty else { return nil }
-        guard let cursor = PageCursor(text) else { throw invalid("after", "is not a cursor from a previous page") }
-        return cursor
-    }
-
-    /// Runs a paged store query; a cursor the store did not make for this list (it answers `invalidInput`) is 400.
-    static func refusingForeignCursors<T>(_ body: () async throws -> T) async throws -> T {
-        do {
-            return try await body()
-        } catch {
-            if let refusal = error as? StoreError, refusal.code == .invalidInput {
-                throw invalid("after", "is not a cursor from a previous page of this list")
-            }
-            throw error
-        }
-    }
-
-    static func integer(_ text: String?, _ field: String, _ range: ClosedRange<Int>) throws -> Int? {
-        guard let text, !text.isEmpty else { return nil }
-        guard let value = Int(text), range.contains(value) else {
-            throw invalid(field, "must be a whole number from \(range.lowerBound) to \(range.upperBound)")
-        }
-        return value
-    }
-
-    static func date(_ text: String?, _ field: String) throws -> Date? {
-        guard let text, !text.isEmpty else { return nil }
-        if let date = try? Date(text, strategy: .iso8601) { return date }
-        if let day = try? Date(text + "T00:00:00Z", strategy: .iso8601) { return day }
-        throw invalid(field, "must be a date (2026-11-24) or a time (2026-11-24T08:00:00Z)")
-    }
 }

@@ -30,7 +30,7 @@ struct AdminActions: Sendable {
         guard let sessionID else {
             return try await sessions.endAllSessions(userID: user.id, by: caller.actor, reason: "admin")
         }
-        let theirs = try await store.sessions(userID: user.id, now: clock.now, limit: AdminAPIController.maximumLimit)
+        let theirs = try await store.sessions(userID: user.id, now: clock.now, limit: RequestFields.maximumLimit)
         guard theirs.contains(where: { $0.id == sessionID }) else {
             throw AuthServerError(.notFound, AuthServerError.Code.notFound, "the user has no session \(sessionID)")
         }
@@ -40,7 +40,7 @@ struct AdminActions: Sendable {
 
     func disable(_ user: UserRecord, by caller: AdminAccess.Caller) async throws -> UserRecord {
         guard user.id != caller.userID else {
-            throw AdminAPIController.invalid("id", "is your own account: another admin must disable it")
+            throw RequestFields.invalid("id", "is your own account: another admin must disable it")
         }
         try await requireMayActOn(user, by: caller)
         guard let disabled = try await status.disable(user.id, by: caller.actor) else {
@@ -62,7 +62,7 @@ struct AdminActions: Sendable {
 
     func delete(_ user: UserRecord, by caller: AdminAccess.Caller) async throws -> AccountDeletionService.Deletion {
         guard user.id != caller.userID else {
-            throw AdminAPIController.invalid(
+            throw RequestFields.invalid(
                 "id",
                 "is your own account: delete it with DELETE /api/me, or ask another admin"
             )

@@ -30,7 +30,7 @@ extension AdminConsoleController {
             if !periodText.isEmpty {
                 guard let period = Self.auditPeriods.first(where: { $0.value == periodText }) else {
                     let known = Self.auditPeriods.map(\.value).joined(separator: ", ")
-                    throw AdminAPIController.invalid("period", "must be one of \(known)")
+                    throw RequestFields.invalid("period", "must be one of \(known)")
                 }
                 filter.since = max(filter.since ?? .distantPast, clock.now.addingTimeInterval(-period.seconds))
             }
@@ -59,9 +59,9 @@ extension AdminConsoleController {
                         + "\(Self.queryValue(userText))\">Users</a>.</p>"
                 }
             }
-            let cursor = try AdminAPIController.cursor(request)
-            page = try await AdminAPIController.refusingForeignCursors {
-                try await store.auditEvents(filter, limit: AdminAPIController.pageLimit, after: cursor)
+            let cursor = try RequestFields.cursor(request)
+            page = try await RequestFields.refusingForeignCursors {
+                try await store.auditEvents(filter, limit: RequestFields.pageLimit, after: cursor)
             }
         } catch let error as AuthServerError {
             return Self.refusal(error, admin: admin)
@@ -144,7 +144,7 @@ extension AdminConsoleController {
                 for session in try await store.sessions(
                     userID: owner,
                     now: clock.now,
-                    limit: AdminAPIController.maximumLimit
+                    limit: RequestFields.maximumLimit
                 ) where started.contains(session.id) {
                     people.sessions[session.id] = session
                 }

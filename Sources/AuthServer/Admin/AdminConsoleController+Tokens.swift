@@ -58,7 +58,7 @@ extension AdminConsoleController {
         do {
             let fields = try await checkedForm(request, admin)
             guard let name = fields["name"], AdminToken.isValidName(name) else {
-                throw AdminAPIController.invalid("name", "is not a service token's name")
+                throw RequestFields.invalid("name", "is not a service token's name")
             }
             guard try await store.revokeAdminToken(named: name, by: .admin(admin.subject), now: clock.now) != nil else {
                 throw AuthServerError(

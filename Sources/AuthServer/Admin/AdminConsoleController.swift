@@ -9,7 +9,7 @@ import NIOCore
 /// The operator console's pages under `/admin`: server-rendered HTML, no script, every form carrying the admin's
 /// ``FormToken`` and checked for this site's `Origin` (``CSRFCheck``). A browser without a session is sent
 /// through the web sign-in and back; an account without the admin role gets a 403 page that says so.
-struct AdminConsoleController: Sendable {
+struct AdminConsoleController: RouteProvider {
     let configuration: AuthServerConfiguration
     let access: AdminAccess
     let store: any AccountStore
@@ -209,14 +209,14 @@ struct AdminConsoleController: Sendable {
         let query = request.uri.queryParameters["q"].map(String.init) ?? ""
         let cursor: PageCursor?
         do {
-            cursor = try AdminAPIController.cursor(request)
+            cursor = try RequestFields.cursor(request)
         } catch let error as AuthServerError {
             return Self.refusal(error, admin: admin)
         }
         let page: Page<UserRecord>
         do {
-            page = try await AdminAPIController.refusingForeignCursors {
-                try await store.searchUsers(query, limit: AdminAPIController.pageLimit, after: cursor)
+            page = try await RequestFields.refusingForeignCursors {
+                try await store.searchUsers(query, limit: RequestFields.pageLimit, after: cursor)
             }
         } catch let error as AuthServerError {
             return Self.refusal(error, admin: admin)
@@ -252,7 +252,7 @@ struct AdminConsoleController: Sendable {
         }
         let now = clock.now
         let token = try await store.appleToken(userID: user.id)
-        let sessions = try await store.sessions(userID: user.id, now: now, limit: AdminAPIController.maximumLimit)
+        let sessions = try await store.sessions(userID: user.id, now: now, limit: RequestFields.maximumLimit)
         let formToken = formTokens.token(for: admin.sessionID)
         func form(
             _ action: String,
@@ -361,7 +361,7 @@ struct AdminConsoleController: Sendable {
             switch context.parameters.get("action") ?? "" {
             case "end-session":
                 guard let session = fields["session"].flatMap(SessionID.init) else {
-                    throw AdminAPIController.invalid("session", "is not a session id")
+                    throw RequestFields.invalid("session", "is not a session id")
                 }
                 _ = try await actions.endSessions(of: user, only: session, by: .admin(admin))
                 done = "session ended"
@@ -413,7 +413,7 @@ struct AdminConsoleController: Sendable {
             )
         }
         guard fields["confirm"] == "yes" else {
-            throw AdminAPIController.invalid("confirm", "must be ticked to confirm the action")
+            throw RequestFields.invalid("confirm", "must be ticked to confirm the action")
         }
         return fields
     }

@@ -96,10 +96,7 @@ struct CompatRequestBody: Sendable {
 
     /// A form body's fields, in order.
     static func formFields(_ bytes: [UInt8]) -> [(String, String)] {
-        String(decoding: bytes, as: UTF8.self).split(separator: "&").map { pair in
-            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-            return (formDecode(parts[0]), parts.count > 1 ? formDecode(parts[1]) : "")
-        }
+        FormURLEncoding.lenientPairs(bytes).map { ($0.name, $0.value) }
     }
 
     init(json object: [String: Any]) {
@@ -146,7 +143,4 @@ struct CompatRequestBody: Sendable {
         name.lowercased().filter { $0 != "_" && $0 != "-" }
     }
 
-    private static func formDecode(_ text: Substring) -> String {
-        String(text).replacingOccurrences(of: "+", with: " ").removingPercentEncoding ?? String(text)
-    }
 }

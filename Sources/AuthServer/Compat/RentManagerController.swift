@@ -8,7 +8,7 @@ import NIOCore
 /// RentManager's API contract: `POST /api/auth/apple` and `POST /api/auth/refresh`, with its `success` flag and
 /// snake_case user fields. Its clients keep one refresh token, so refresh answers a new access token and does not
 /// rotate.
-struct RentManagerController: Sendable {
+struct RentManagerController: RouteProvider {
     let configuration: AuthServerConfiguration
     let signIn: SignInService
     let sessions: SessionService

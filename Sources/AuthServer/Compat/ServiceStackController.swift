@@ -8,7 +8,7 @@ import NIOCore
 
 /// ServiceStack's client contract (`AppleAuthProvider` with `JwtAuthProvider`, as its Flutter and SwiftUI samples and
 /// its `JsonServiceClient`s call it), over siwa's one sign-in and session implementation.
-struct ServiceStackController: Sendable {
+struct ServiceStackController: RouteProvider {
     let configuration: AuthServerConfiguration
     let signIn: SignInService
     let sessions: SessionService
@@ -117,7 +117,8 @@ struct ServiceStackController: Sendable {
         return access
     }()
 
-    func addRoutes(to routes: PolicedRoutes, auth: PolicedRoutes) {
+    func addRoutes(to routes: PolicedRoutes) {
+        let auth = routes.group("/auth")
         let authenticate = authenticateAccess
         let session = RouteAccess.session(refusal: .serviceStack)
         auth.post("/apple", access: authenticate, use: self.authenticate)
@@ -356,13 +357,13 @@ struct ServiceStackController: Sendable {
             // One page of the console's store query (newest first), never every account at once: `take` (1–200,
             // 100 by default) and `after`, the previous page's `next`.
             let take =
-                try AdminAPIController.integer(
+                try RequestFields.integer(
                     request.uri.queryParameters["take"].map(String.init),
                     "take",
-                    1...AdminAPIController.maximumLimit
+                    1...RequestFields.maximumLimit
                 ) ?? 100
-            let cursor = try AdminAPIController.cursor(request)
-            let page = try await AdminAPIController.refusingForeignCursors {
+            let cursor = try RequestFields.cursor(request)
+            let page = try await RequestFields.refusingForeignCursors {
                 try await store.searchUsers("", limit: take, after: cursor)
             }
             let total = try await store.accountTotals(createdSince: []).total

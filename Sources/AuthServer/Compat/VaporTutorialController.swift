@@ -10,7 +10,7 @@ import NIOCore
 /// The tutorial hands the app one opaque, long-lived bearer token and checks it against the database on each request.
 /// siwa answers the session's refresh token in that role (30 days, never rotated on this contract) and checks it the
 /// same way, so logout, deletion and revocation take effect at once. A siwa access token (JWT) is accepted too.
-struct VaporTutorialController: Sendable {
+struct VaporTutorialController: RouteProvider {
     let configuration: AuthServerConfiguration
     let signIn: SignInService
     let sessions: SessionService

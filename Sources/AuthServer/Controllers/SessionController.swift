@@ -7,7 +7,7 @@ import NIOCore
 
 /// Native sign-in, server nonces, refresh, logout and the current user: the canonical API. HTTP only: sign-in is
 /// ``SignInService``'s, sessions are ``SessionService``'s.
-struct SessionController: Sendable {
+struct SessionController: RouteProvider {
     let configuration: AuthServerConfiguration
     let signIn: SignInService
     let sessions: SessionService
@@ -38,7 +38,8 @@ struct SessionController: Sendable {
 
     var cookies: SessionCookies { SessionCookies(configuration: configuration) }
 
-    func addRoutes(to auth: PolicedRoutes, api: PolicedRoutes) {
+    func addRoutes(to routes: PolicedRoutes) {
+        let (auth, api) = (routes.group("/auth"), routes.group("/api"))
         auth.post("/apple/native", access: .open, use: native)
         auth.post("/apple/nonce", access: .open, use: nonce)
         auth.post("/refresh", access: Self.refreshAccess, use: refresh)

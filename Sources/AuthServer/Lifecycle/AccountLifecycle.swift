@@ -6,7 +6,7 @@ import ServiceLifecycle
 
 /// The account-lifecycle parts of one application, assembled once by `buildApplication`: the deletion service, the
 /// routes and the background services (the revocation worker, and the Apple token validator of ``SessionService``).
-struct AccountLifecycle: Sendable {
+struct AccountLifecycle: RouteProvider {
     let configuration: AuthServerConfiguration
     let store: any AccountStore
     let verifier: IdentityTokenVerifier
@@ -43,7 +43,7 @@ struct AccountLifecycle: Sendable {
     }
 
     /// `POST /auth/apple/notifications` and `DELETE /api/me`.
-    func addRoutes(to auth: PolicedRoutes, api: PolicedRoutes) {
+    func addRoutes(to routes: PolicedRoutes) {
         AccountLifecycleController(
             configuration: configuration,
             store: store,
@@ -52,7 +52,7 @@ struct AccountLifecycle: Sendable {
             sessions: sessions,
             audit: sessions.audit,
             clock: clock
-        ).addRoutes(to: auth, api: api)
+        ).addRoutes(to: routes)
     }
 
     /// The revocation worker and, with Apple credentials, the token validator.

@@ -14,7 +14,7 @@ import Foundation
 
 /// Apple's server-to-server notifications (`POST /auth/apple/notifications`) and account deletion
 /// (`DELETE /api/me`).
-struct AccountLifecycleController: Sendable {
+struct AccountLifecycleController: RouteProvider {
     let configuration: AuthServerConfiguration
     let store: any AccountStore
     let verifier: IdentityTokenVerifier
@@ -30,7 +30,8 @@ struct AccountLifecycleController: Sendable {
         var outcome: String
     }
 
-    func addRoutes(to auth: PolicedRoutes, api: PolicedRoutes) {
+    func addRoutes(to routes: PolicedRoutes) {
+        let (auth, api) = (routes.group("/auth"), routes.group("/api"))
         auth.post("/apple/notifications", access: .checkedByHandler(.appleNotification), use: notification)
         api.delete("/me", access: .session(), use: deleteMe)
     }

@@ -256,7 +256,7 @@ struct InstrumentedAccountStore: AccountStore {
 
     func rotateRefreshToken(
         presentedHash: [UInt8],
-        next: RefreshTokenRecord,
+        next: RefreshTokenSuccessor,
         now: Date,
         reuseGrace: TimeInterval
     ) async throws(StoreError) -> RotationOutcome {

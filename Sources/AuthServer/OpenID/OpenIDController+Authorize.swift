@@ -272,17 +272,10 @@ extension OpenIDController {
         )
     }
 
-    /// Every value of every parameter of a query, skipping what does not decode.
+    /// Every value of every parameter of a query, as ``FormURLEncoding/lenientPairs(_:)`` reads them.
     static func lenientQuery(_ query: String) -> [String: [String]] {
         var fields: [String: [String]] = [:]
-        for pair in query.split(separator: "&") {
-            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-            guard let name = parts[0].replacingOccurrences(of: "+", with: " ").removingPercentEncoding,
-                let value = (parts.count > 1 ? parts[1] : "").replacingOccurrences(of: "+", with: " ")
-                    .removingPercentEncoding
-            else { continue }
-            fields[name, default: []].append(value)
-        }
+        for (name, value) in FormURLEncoding.lenientPairs(query.utf8) { fields[name, default: []].append(value) }
         return fields
     }
 

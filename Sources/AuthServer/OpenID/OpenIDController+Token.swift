@@ -119,13 +119,10 @@ extension OpenIDController {
         guard parts.count == 2, parts[0].lowercased() == "basic" else { return nil }
         guard let data = Data(base64Encoded: String(parts[1]).trimmingCharacters(in: .whitespaces)),
             let text = String(data: data, encoding: .utf8), let colon = text.firstIndex(of: ":"),
-            let id = formDecode(text[..<colon]), let secret = formDecode(text[text.index(after: colon)...])
+            let id = FormURLEncoding.decodeComponent(text[..<colon]),
+            let secret = FormURLEncoding.decodeComponent(text[text.index(after: colon)...])
         else { throw OAuthError.invalidClient("the Basic authorization header is malformed", usedBasic: true) }
         return (id, secret)
-    }
-
-    private static func formDecode(_ text: Substring) -> String? {
-        text.replacingOccurrences(of: "+", with: " ").removingPercentEncoding
     }
 
     // MARK: Helpers

@@ -16,7 +16,7 @@ import NIOCore
 /// tokens are siwa's own: a normal session (channel `oidc:<client_id>`, refresh tokens bound to the client), access
 /// tokens and ID tokens signed by the keys at `/.well-known/jwks.json`, so Apple's account lifecycle ends relying
 /// parties' sessions as it ends every other.
-struct OpenIDController: Sendable {
+struct OpenIDController: RouteProvider {
     let configuration: AuthServerConfiguration
     let store: any AccountStore
     let sessions: SessionService

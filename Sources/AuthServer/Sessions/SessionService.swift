@@ -118,12 +118,6 @@ public final class SessionService: Sendable {
 
     // MARK: Refresh
 
-    /// What a rotation's next token names as its session and user: nothing, the store takes the presented token's.
-    private static let takenFromThePresentedToken = {
-        let zero = UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0))
-        return (session: SessionID(zero), user: UserID(zero))
-    }()
-
     /// Rotates a refresh token of `contract`: a new access token and a new refresh token; the presented one stops
     /// working. Presenting a rotated token again revokes its whole session, unless within
     /// ``AuthServerConfiguration/refreshReuseGrace`` of its rotation (then a sibling token of the same session).
@@ -145,11 +139,8 @@ public final class SessionService: Sendable {
         let now = clock.now
         let outcome = try await store.rotateRefreshToken(
             presentedHash: presentedHash,
-            next: RefreshTokenRecord(
+            next: RefreshTokenSuccessor(
                 hash: RefreshTokens.hash(next),
-                // The store takes the presented token's session and user (`rotateRefreshToken`): no ids are made.
-                sessionID: Self.takenFromThePresentedToken.session,
-                userID: Self.takenFromThePresentedToken.user,
                 issuedAt: now,
                 expiresAt: now.addingTimeInterval(configuration.refreshTokenLifetime)
             ),

@@ -1,3 +1,4 @@
+import AppleSignIn
 import Foundation
 import HummingbirdCore
 
@@ -27,7 +28,7 @@ enum LoggedURI {
     /// Whether a query parameter of this (percent-encoded) name carries a credential. Names are compared after
     /// decoding and lower-casing, so that `ID%5FTOKEN%5FHINT` is caught too.
     static func isCredential(_ encodedName: Substring) -> Bool {
-        let name = (String(encodedName).removingPercentEncoding ?? String(encodedName)).lowercased()
+        let name = (FormURLEncoding.decodeComponent(encodedName) ?? String(encodedName)).lowercased()
         if exactNames.contains(name) { return true }
         return fragments.contains { name.contains($0) }
     }

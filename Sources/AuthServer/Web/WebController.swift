@@ -12,7 +12,7 @@ import NIOCore
 ///
 /// The flow's `state`, nonce and return URL live in the store (only the SHA-256 of `state`), so any instance can
 /// finish a flow and nothing depends on a cookie that Apple's cross-site POST would not carry.
-struct WebController: Sendable {
+struct WebController: RouteProvider {
     let configuration: AuthServerConfiguration
     let apple: AppleSignInConfiguration
     let store: any AccountStore
@@ -48,7 +48,8 @@ struct WebController: Sendable {
         if let after = configuration.branding.afterSignInURL { _ = try policy.resolve(after) }
     }
 
-    func addRoutes(to routes: PolicedRoutes, auth: PolicedRoutes) {
+    func addRoutes(to routes: PolicedRoutes) {
+        let auth = routes.group("/auth")
         auth.get("/apple/authorize", access: RouteAccess.open.spending(.flowStart), use: authorize)
         auth.post("/apple/callback", access: .checkedByHandler(.appleCallback), use: callback)
         routes.get("/login", access: Self.loginPageAccess, use: login)

@@ -23,7 +23,7 @@ import Foundation
 /// the outage), logs one warning, sets `siwa_shared_limits_local` to 1 and counts the failures; when a batch is
 /// answered again it logs one notice, and what it spent meanwhile is sent with that batch.
 ///
-/// ``buildApplication(configuration:apple:store:transport:sealer:sharedLimits:clock:host:port:logger:tls:onServerRunning:)``
+/// ``buildApplication(configuration:apple:store:transport:sealer:sharedLimits:clock:host:port:logger:tls:tracer:onServerRunning:)``
 /// makes one from ``AccountStore/sharedCounters()`` when the store has them; one application uses one.
 public final class SharedLimits: Service, Sendable {
     let counters: any SharedCounters
