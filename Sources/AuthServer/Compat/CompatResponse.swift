@@ -8,9 +8,7 @@ import NIOCore
 enum CompatResponse {
     /// A JSON answer.
     static func json(_ value: some Encodable, status: HTTPResponse.Status = .ok) throws -> Response {
-        let encoder = JSONEncoder()
-        encoder.dateEncodingStrategy = .iso8601
-        return json(bytes: try encoder.encode(value), status: status)
+        json(bytes: try JSONAnswer.bytes(value), status: status)
     }
 
     /// A JSON answer already written (the hot routes write theirs directly).
@@ -25,7 +23,7 @@ enum CompatResponse {
     /// Runs a route and answers any error in the contract's envelope, made by `envelope` from the error's code and
     /// message; any other error is ``AuthServerError/unexpected(_:)`` (503 while the database is unreachable, else 500).
     static func answering(
-        envelope: (_ code: String, _ message: String) -> [String: Any],
+        envelope: (_ code: String, _ message: String) -> any Encodable,
         _ body: () async throws -> Response
     ) async -> Response {
         let error: AuthServerError
@@ -42,11 +40,9 @@ enum CompatResponse {
     /// An error in a contract's envelope.
     static func errorResponse(
         _ error: AuthServerError,
-        envelope: (_ code: String, _ message: String) -> [String: Any]
+        envelope: (_ code: String, _ message: String) -> any Encodable
     ) -> Response {
-        let data =
-            (try? JSONSerialization.data(withJSONObject: envelope(error.code, error.message), options: [.sortedKeys]))
-            ?? Data("{}".utf8)
+        let data = (try? JSONAnswer.bytes(envelope(error.code, error.message))) ?? Array("{}".utf8)
         var headers = error.headers
         headers[.contentType] = "application/json; charset=utf-8"
         headers[.cacheControl] = "no-store"

@@ -106,9 +106,16 @@ struct RentManagerController: RouteProvider {
 
     /// Errors as RentManager writes them: `{"success": false, "error": code, "message": text}`.
     /// RentManager's error envelope: `{"success": false, "error", "message"}`.
+    /// RentManager's error body.
+    struct ErrorEnvelope: Encodable {
+        var success: Bool
+        var error: String
+        var message: String
+    }
+
     static func answering(_ body: () async throws -> Response) async -> Response {
         await CompatResponse.answering(
-            envelope: { code, message in ["success": false, "error": code, "message": message] },
+            envelope: { code, message in ErrorEnvelope(success: false, error: code, message: message) },
             body
         )
     }

@@ -491,6 +491,23 @@ struct ServiceStackError: Error {
         self.message = message
     }
 
+    /// ServiceStack's error body: `{"responseStatus": {"errorCode", "message", "errors"?}}`.
+    struct Envelope: Encodable {
+        struct Status: Encodable {
+            var errorCode: String
+            var message: String
+            var errors: [FieldError]?
+        }
+
+        struct FieldError: Encodable {
+            var errorCode: String
+            var fieldName: String
+            var message: String
+        }
+
+        var responseStatus: Status
+    }
+
     /// siwa's error with ServiceStack's error codes: `Unauthorized` for 401s, the HTTP reason otherwise, and siwa's
     /// code in the field error so that nothing is lost.
     init(_ error: AuthServerError) {
@@ -518,15 +535,16 @@ struct ServiceStackError: Error {
     }
 
     var response: Response {
-        var body: [String: Any] = ["errorCode": errorCode, "message": message]
-        if !fieldErrors.isEmpty {
-            body["errors"] = fieldErrors.map {
-                ["errorCode": $0.errorCode, "fieldName": $0.fieldName, "message": $0.message]
-            }
-        }
-        let data =
-            (try? JSONSerialization.data(withJSONObject: ["responseStatus": body], options: [.sortedKeys]))
-            ?? Data("{}".utf8)
+        let body = Envelope(
+            responseStatus: .init(
+                errorCode: errorCode,
+                message: message,
+                errors: fieldErrors.isEmpty
+                    ? nil
+                    : fieldErrors.map { .init(errorCode: $0.errorCode, fieldName: $0.fieldName, message: $0.message) }
+            )
+        )
+        let data = (try? JSONAnswer.bytes(body)) ?? Array("{}".utf8)
         var fields = headers
         fields[.contentType] = "application/json; charset=utf-8"
         fields[.cacheControl] = "no-store"

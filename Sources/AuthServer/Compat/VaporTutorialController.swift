@@ -171,9 +171,16 @@ struct VaporTutorialController: RouteProvider {
 
     /// The tutorial's error envelope: `{"error": true, "reason", "code"}` (Vapor's `ErrorMiddleware` shape, plus
     /// siwa's code).
+    /// Vapor's `ErrorMiddleware` body.
+    struct ErrorEnvelope: Encodable {
+        var error: Bool
+        var reason: String
+        var code: String
+    }
+
     static func answering(_ body: () async throws -> Response) async -> Response {
         await CompatResponse.answering(
-            envelope: { code, message in ["error": true, "reason": message, "code": code] },
+            envelope: { code, message in ErrorEnvelope(error: true, reason: message, code: code) },
             body
         )
     }

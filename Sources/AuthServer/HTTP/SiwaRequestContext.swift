@@ -71,12 +71,6 @@ public struct SiwaRequestContext: RequestContext, RemoteAddressRequestContext {
         self.remoteAddress = source.channel.remoteAddress
     }
 
-    /// Dates as ISO 8601 in every JSON answer.
-    public var responseEncoder: JSONEncoder { Self.encoder }
-
-    private static let encoder: JSONEncoder = {
-        let encoder = JSONEncoder()
-        encoder.dateEncodingStrategy = .iso8601
-        return encoder
-    }()
+    /// Every JSON answer a handler returns is written by ``JSONAnswer``'s encoder.
+    public var responseEncoder: JSONEncoder { JSONAnswer.encoder }
 }

@@ -208,9 +208,7 @@ struct OpenIDController: RouteProvider {
     // MARK: Helpers
 
     static func json(_ value: some Encodable) throws -> [UInt8] {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return Array(try encoder.encode(value))
+        try JSONAnswer.bytes(value)
     }
 
     /// A JSON answer that no cache keeps (token and userinfo answers).
