@@ -34,8 +34,10 @@ struct AppleJWTCheck: Sendable {
         /// A claim the token lacks or cannot state is not made up: the later check then reports it not checked.
         func jwt(now: Date) throws(AppleSignInError) -> SignedAppleJWT {
             guard let claims else { throw AppleJWTCheck.notChecked("claims") }
-            let statedAudience = claims["aud"]?.stringValue.map { ClientID($0) }
-            guard let audience = audience ?? statedAudience else { throw AppleJWTCheck.notChecked("aud") }
+            // The fallbacks are read only when a check failed (inspection): verification never reaches them.
+            guard let audience = audience ?? claims["aud"]?.stringValue.map({ ClientID($0) }) else {
+                throw AppleJWTCheck.notChecked("aud")
+            }
             guard let issuer = issuer ?? claims["iss"]?.stringValue else { throw AppleJWTCheck.notChecked("iss") }
             guard let issuedAt = issuedAt ?? Self.date(claims, "iat") else { throw AppleJWTCheck.notChecked("iat") }
             guard let expiresAt = expiresAt ?? Self.date(claims, "exp") else { throw AppleJWTCheck.notChecked("exp") }

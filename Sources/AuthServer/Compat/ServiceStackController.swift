@@ -102,8 +102,7 @@ struct ServiceStackController: RouteProvider {
                     Array(body.readableBytesView),
                     contentType: request.headers[.contentType]
                 )
-                let provider = fields?.string("provider") ?? request.uri.queryParameters["provider"].map(String.init)
-                return provider?.lowercased() == "logout"
+                return Self.provider(fields, request)?.lowercased() == "logout"
             },
             refusal: .serviceStack
         )
@@ -180,9 +179,9 @@ struct ServiceStackController: RouteProvider {
         }
         return await Self.answering(request) {
             let body = try CompatRequestBody.parse(bytes, contentType: request.headers[.contentType])
-            let query = request.uri.queryParameters
-            let provider = body.string("provider") ?? query["provider"].map(String.init)
-            guard let provider, !provider.isEmpty else { return try await currentSession(request, context: context) }
+            guard let provider = Self.provider(body, request), !provider.isEmpty else {
+                return try await currentSession(request, context: context)
+            }
             if provider.lowercased() == "logout" { return try await endSession(request, context: context) }
             guard provider.lowercased() == "apple" else {
                 throw ServiceStackError.validation(
@@ -447,6 +446,11 @@ struct ServiceStackController: RouteProvider {
             httpOnly: true,
             sameSite: .lax
         )
+    }
+
+    /// `Authenticate`'s `provider`: the body's, else the query's.
+    static func provider(_ body: CompatRequestBody?, _ request: Request) -> String? {
+        body?.string("provider") ?? request.uri.queryParameters["provider"].map(String.init)
     }
 
     /// Runs a route and answers any error in ServiceStack's shape.

@@ -186,6 +186,15 @@ struct RouteAccess: Sendable, CustomStringConvertible {
         }
     }
 
+    /// Whether the guard checks the origin before it reads a token: every ``originCheck`` but the session cookie's,
+    /// which waits until the guard knows where the token came from.
+    var checksOriginFirst: Bool {
+        switch originCheck {
+        case .never, .sessionCookie: false
+        case .always, .anyCookie, .anyCookieNamingAnOrigin, .when: true
+        }
+    }
+
     /// Whether the guard reads an access token for this route at all.
     var readsAccessToken: Bool { !presentations.isEmpty }
 

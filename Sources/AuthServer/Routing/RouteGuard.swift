@@ -39,10 +39,12 @@ struct RouteGuard: Sendable {
             return try access.refusal.answer(.adminNetworkRefused, request)
         }
         var request = request
-        do {
-            try await checkOrigin(&request, access: access)
-        } catch let error as AuthServerError {
-            return try access.refusal.answer(error, request)
+        if access.checksOriginFirst, request.method != .get, request.method != .head {
+            do {
+                try await checkOrigin(&request, access: access)
+            } catch let error as AuthServerError {
+                return try access.refusal.answer(error, request)
+            }
         }
         guard access.readsAccessToken else { return try await handler(request, context) }
         var context = context
@@ -107,24 +109,21 @@ struct RouteGuard: Sendable {
     /// came from.
     /// - Throws: ``AuthServerError`` 403 `csrf_check_failed`, or what the route's own test of the request throws.
     private func checkOrigin(_ request: inout Request, access: RouteAccess) async throws {
-        guard request.method != .get, request.method != .head else { return }
+        // A bearer token on a route that reads one was sent on purpose: a browser never adds one on its own.
         let bearer = access.presentations.contains(.bearer) && request.bearerToken != nil
         switch access.originCheck {
         case .never, .sessionCookie:
             return
         case .always:
             break
-        case _ where bearer:
-            return
-        case .anyCookie:
+        case .anyCookie, .anyCookieNamingAnOrigin:
             let cookies = request.cookies
-            guard credentialCookieNames.contains(where: { cookies[$0] != nil }) else { return }
-        case .anyCookieNamingAnOrigin:
-            let cookies = request.cookies
-            guard credentialCookieNames.contains(where: { cookies[$0] != nil }) else { return }
-            return try CSRFCheck.refuseForeignOrigin(request, configuration: configuration)
+            guard !bearer, credentialCookieNames.contains(where: { cookies[$0] != nil }) else { return }
+            if case .anyCookieNamingAnOrigin = access.originCheck {
+                return try CSRFCheck.refuseForeignOrigin(request, configuration: configuration)
+            }
         case .when(_, let applies):
-            guard try await applies(&request) else { return }
+            guard !bearer, try await applies(&request) else { return }
         }
         try CSRFCheck.verify(request, configuration: configuration)
     }
