@@ -64,11 +64,14 @@ public protocol AccountStore: Sendable {
     /// go, and the deletion is recorded for ``deletedAccounts(since:)``. With `appleRevocationDueAt`, a kept Apple
     /// token moves to the revocation queue in that same transaction, first due at that time, so a crash cannot lose
     /// it (a caller that tries the revocation at once passes a later time, so that the retry worker does not race
-    /// its attempt). Returns `nil` when there is no such account.
+    /// its attempt). The same transaction records a ``LifecycleEventType/sessionEnded`` event per session ended and
+    /// a ``LifecycleEventType/userDeleted`` event by `actor`, and blanks the personal values of the account's earlier
+    /// events (``LifecycleEvent/withoutPersonalData()``). Returns `nil` when there is no such account.
     func deleteUser(
         id: UserID,
         mode: AccountDeletionMode,
         appleRevocationDueAt: Date?,
+        by actor: AuditActor,
         now: Date
     ) async throws(StoreError) -> DeletedAccount?
 
@@ -80,20 +83,23 @@ public protocol AccountStore: Sendable {
 
     /// Apple ended the user's consent (`consent-revoked`, or `invalid_grant` when validating): every session ends,
     /// the Apple token is dropped and the account is marked with ``UserRecord/appleConsentRevokedAt`` until the next
-    /// Apple sign-in. Returns the sessions ended.
+    /// Apple sign-in. Records ``LifecycleEventType/sessionEnded`` per session and
+    /// ``LifecycleEventType/userConsentRevoked`` by `actor` in the same transaction. Returns the sessions ended.
     @discardableResult
-    func endAppleConsent(userID: UserID, now: Date) async throws(StoreError) -> [SessionID]
+    func endAppleConsent(userID: UserID, by actor: AuditActor, now: Date) async throws(StoreError) -> [SessionID]
 
     /// Disables the account (an operator's `siwa users disable`): ``UserRecord/disabledAt`` is set (an earlier time
     /// is kept) and every session ends, in one transaction; ``usersChanged(since:)`` and
     /// ``revokedSessions(since:)`` report it to every instance. A disabled account signs in to no session until
-    /// ``enableUser(id:now:)``. Returns `nil` when there is no such account.
-    func disableUser(id: UserID, now: Date) async throws(StoreError) -> DisabledAccount?
+    /// ``enableUser(id:by:now:)``. Records ``LifecycleEventType/sessionEnded`` per session and
+    /// ``LifecycleEventType/userDisabled`` by `actor`. Returns `nil` when there is no such account.
+    func disableUser(id: UserID, by actor: AuditActor, now: Date) async throws(StoreError) -> DisabledAccount?
 
     /// Enables a disabled account again (its ended sessions stay ended; the user signs in anew). Returns the account,
-    /// or `nil` when there is no such account.
+    /// or `nil` when there is no such account. Records ``LifecycleEventType/userEnabled`` by `actor` when it was
+    /// disabled.
     @discardableResult
-    func enableUser(id: UserID, now: Date) async throws(StoreError) -> UserRecord?
+    func enableUser(id: UserID, by actor: AuditActor, now: Date) async throws(StoreError) -> UserRecord?
 
     // MARK: Apple refresh tokens
 
@@ -173,7 +179,8 @@ public protocol AccountStore: Sendable {
     /// `session.sessionID` as its issued session, and `session` is started for the code's user (its first refresh
     /// token stored by hash) → ``AuthorizationCodeOutcome/redeemed(_:)``. Of concurrent redemptions exactly one wins.
     /// A code redeemed before is a replay: the session its first redemption started is revoked in the same
-    /// transaction → ``AuthorizationCodeOutcome/replayed(_:endedSession:)``.
+    /// transaction → ``AuthorizationCodeOutcome/replayed(_:endedSession:)``, with a ``LifecycleEventType/sessionEnded``
+    /// event (``SessionEndReason/codeReplayed``) when it was active.
     func redeemAuthorizationCode(
         codeHash: [UInt8],
         startingSession session: NewSession,
@@ -214,7 +221,9 @@ public protocol AccountStore: Sendable {
     func createSession(firstToken: RefreshTokenRecord, metadata: SessionMetadata, now: Date) async throws(StoreError)
 
     /// Presents the refresh token with hash `presentedHash`. When it is current it is marked used and `next` is stored
-    /// as the session's new token, of the presented token's session and user. Presenting a token that was already used revokes the whole session (theft), unless it was
+    /// as the session's new token, of the presented token's session and user. Presenting a token that was already used
+    /// revokes the whole session (theft; a ``LifecycleEventType/sessionEnded`` event, ``SessionEndReason/reuse``),
+    /// unless it was
     /// used less than `reuseGrace` before `now` (two browser tabs, or a client retrying after a lost answer, present one
     /// token at nearly the same time): then the answer is ``RotationOutcome/rotated(sessionID:userID:)`` and the session
     /// keeps one current token. A `next` already stored for the session (the caller derives successors from the
@@ -239,13 +248,26 @@ public protocol AccountStore: Sendable {
     /// The session a refresh token belongs to (for logout by refresh token).
     func session(refreshTokenHash: [UInt8]) async throws(StoreError) -> (sessionID: SessionID, userID: UserID)?
 
-    /// Revokes one session: its refresh tokens stop working at once. Returns whether it was active.
+    /// Revokes one session: its refresh tokens stop working at once. Returns whether it was active; when it was,
+    /// the same transaction records a ``LifecycleEventType/sessionEnded`` event by `actor` for `reason`
+    /// (``SessionEndReason``).
     @discardableResult
-    func revokeSession(_ sessionID: SessionID, now: Date) async throws(StoreError) -> Bool
+    func revokeSession(
+        _ sessionID: SessionID,
+        by actor: AuditActor,
+        reason: String,
+        now: Date
+    ) async throws(StoreError) -> Bool
 
-    /// Revokes every session of a user; returns the sessions revoked.
+    /// Revokes every session of a user, recording a ``LifecycleEventType/sessionEnded`` event for each; returns the
+    /// sessions revoked.
     @discardableResult
-    func revokeSessions(userID: UserID, now: Date) async throws(StoreError) -> [SessionID]
+    func revokeSessions(
+        userID: UserID,
+        by actor: AuditActor,
+        reason: String,
+        now: Date
+    ) async throws(StoreError) -> [SessionID]
 
     /// Sessions revoked at or after `since`, for the revocation lists that keep access tokens of revoked sessions
     /// out without a database read per request.
@@ -420,7 +442,8 @@ public protocol AccountStore: Sendable {
     /// Receiving team: moves the account to its `sub` at the receiving team, in one transaction. A given `email`
     /// (and `isPrivateEmail`) replaces the stored one; the Apple refresh token, issued to the sending team, is dropped;
     /// the account's transfer is marked done at `now`. Sessions and everything else stay. Calling it again with the
-    /// same `sub` changes nothing more.
+    /// same `sub` changes nothing more. The move records a ``LifecycleEventType/userTransferred`` event by an
+    /// operator.
     /// - Throws: ``StoreError/Code/notFound`` for no such account, ``StoreError/Code/duplicate`` when another account
     ///   has `newAppleUserID` already.
     @discardableResult
@@ -431,6 +454,16 @@ public protocol AccountStore: Sendable {
         isPrivateEmail: Bool?,
         now: Date
     ) async throws(StoreError) -> UserRecord
+
+    // MARK: Lifecycle events
+
+    /// The lifecycle events after the one with sequence `after` (`nil`: from the oldest kept), in commit order, at
+    /// most `limit`: a reader that pages with the last event's ``LifecycleEvent/sequence`` misses none, also when
+    /// several instances write at once.
+    func lifecycleEvents(after: Int64?, limit: Int) async throws(StoreError) -> [LifecycleEvent]
+
+    /// Deletes the lifecycle events that happened before `before`; returns how many.
+    func purgeLifecycleEvents(before: Date) async throws(StoreError) -> Int
 }
 
 extension AccountStore {

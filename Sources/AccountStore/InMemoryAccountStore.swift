@@ -47,6 +47,9 @@ public actor InMemoryAccountStore: AccountStore {
     var adminTokensWithHashes: [(token: AdminToken, hash: [UInt8])] = []
     /// The counts of settled days, as ``auditEventCounts(from:until:types:now:)`` first counted them.
     var countedDays: [Int64: [AuditEventCount]] = [:]
+    /// The lifecycle events, in sequence order.
+    private var lifecycleLog: [LifecycleEvent] = []
+    private var lastEventSequence: Int64 = 0
 
     public init() {}
 
@@ -128,7 +131,11 @@ public actor InMemoryAccountStore: AccountStore {
         if userByApple[facts.appleUserID] == nil, let transferSub = facts.transferSub,
             let transfer = transfers.values.first(where: { $0.transferSub == transferSub && $0.transferredAt == nil })
         {
+            let before = users[transfer.userID]?.appleUserID
             moveAccount(transfer.userID, to: facts.appleUserID, now: now)
+            if let before {
+                appendEvent(.transferred(transfer.userID, from: before, to: facts.appleUserID, by: .user, time: now))
+            }
             completedTransfer = true
             auditLog.append(
                 AuditEvent(
@@ -181,6 +188,7 @@ public actor InMemoryAccountStore: AccountStore {
         users[user.id] = user
         userByApple[facts.appleUserID] = user.id
         creationOrder.append(user.id)
+        appendEvent(.created(user, time: now))
         return SignInOutcome(user: user, isNewUser: true)
     }
 
@@ -203,10 +211,11 @@ public actor InMemoryAccountStore: AccountStore {
         id: UserID,
         mode: AccountDeletionMode,
         appleRevocationDueAt: Date?,
+        by actor: AuditActor,
         now: Date
     ) -> DeletedAccount? {
         guard let user = users[id] else { return nil }
-        let ended = revokeSessions(userID: id, now: now)
+        let ended = revokeSessions(userID: id, by: actor, reason: SessionEndReason.accountDeleted, now: now)
         var queued: PendingAppleRevocation?
         if let appleRevocationDueAt, let token = appleTokens[id] {
             let pending = PendingAppleRevocation(
@@ -248,6 +257,10 @@ public actor InMemoryAccountStore: AccountStore {
             userByApple[anonymised.appleUserID] = id
         }
         deletions.append(AccountDeletion(userID: id, deletedAt: now))
+        for index in lifecycleLog.indices where lifecycleLog[index].userID == id {
+            if let blanked = lifecycleLog[index].withoutPersonalData() { lifecycleLog[index] = blanked }
+        }
+        appendEvent(.deleted(id, mode: mode, by: actor, appleRevocationQueued: queued != nil, time: now))
         return DeletedAccount(user: user, endedSessions: ended, queuedRevocation: queued)
     }
 
@@ -259,30 +272,33 @@ public actor InMemoryAccountStore: AccountStore {
         return Array(changed)
     }
 
-    public func endAppleConsent(userID: UserID, now: Date) -> [SessionID] {
+    public func endAppleConsent(userID: UserID, by actor: AuditActor, now: Date) -> [SessionID] {
         guard users[userID] != nil else { return [] }
-        let ended = revokeSessions(userID: userID, now: now)
+        let ended = revokeSessions(userID: userID, by: actor, reason: SessionEndReason.appleConsentRevoked, now: now)
         appleTokens[userID] = nil
         users[userID]?.appleConsentRevokedAt = now
         users[userID]?.updatedAt = now
+        appendEvent(.account(.userConsentRevoked, userID, by: actor, time: now))
         return ended
     }
 
-    public func disableUser(id: UserID, now: Date) -> DisabledAccount? {
+    public func disableUser(id: UserID, by actor: AuditActor, now: Date) -> DisabledAccount? {
         guard var user = users[id] else { return nil }
-        let ended = revokeSessions(userID: id, now: now)
+        let ended = revokeSessions(userID: id, by: actor, reason: SessionEndReason.accountDisabled, now: now)
         user.disabledAt = user.disabledAt ?? now
         user.updatedAt = now
         users[id] = user
+        appendEvent(.account(.userDisabled, id, by: actor, time: now))
         return DisabledAccount(user: user, endedSessions: ended)
     }
 
-    public func enableUser(id: UserID, now: Date) -> UserRecord? {
+    public func enableUser(id: UserID, by actor: AuditActor, now: Date) -> UserRecord? {
         guard var user = users[id] else { return nil }
         if user.disabledAt != nil {
             user.disabledAt = nil
             user.updatedAt = now
             users[id] = user
+            appendEvent(.account(.userEnabled, id, by: actor, time: now))
         }
         return user
     }
@@ -348,13 +364,15 @@ public actor InMemoryAccountStore: AccountStore {
             }
             switch action {
             case .endConsent:
-                ended = endAppleConsent(userID: id, now: now)
+                ended = endAppleConsent(userID: id, by: .apple, now: now)
             case .deleteAccount(let mode):
-                ended = deleteUser(id: id, mode: mode, appleRevocationDueAt: nil, now: now)?.endedSessions ?? []
+                ended =
+                    deleteUser(id: id, mode: mode, appleRevocationDueAt: nil, by: .apple, now: now)?.endedSessions ?? []
                 deleted = id
             case .setEmailForwarding(let forwarding):
                 users[id]?.emailForwarding = forwarding
                 users[id]?.updatedAt = now
+                appendEvent(.emailForwarding(forwarding, userID: id, time: now))
             case .none:
                 record.outcome = "ignored"
             }
@@ -447,7 +465,11 @@ public actor InMemoryAccountStore: AccountStore {
         guard let code = authorizationCodes[codeHash] else { return .notFound }
         if code.redeemedAt != nil {
             var ended: SessionID?
-            if let issued = code.issuedSessionID, revokeSession(issued, now: now) { ended = issued }
+            if let issued = code.issuedSessionID,
+                revokeSession(issued, by: .system, reason: SessionEndReason.codeReplayed, now: now)
+            {
+                ended = issued
+            }
             return .replayed(code, endedSession: ended)
         }
         if code.expiresAt <= now { return .expired }
@@ -541,7 +563,7 @@ public actor InMemoryAccountStore: AccountStore {
         if let usedAt = stored.usedAt {
             let inGrace = reuseGrace > 0 && now.timeIntervalSince(usedAt) < reuseGrace && stored.record.expiresAt > now
             guard inGrace else {
-                sessions[sessionID]?.revokedAt = now
+                revokeSession(sessionID, by: .system, reason: SessionEndReason.reuse, now: now)
                 return .reused(sessionID: sessionID, userID: userID)
             }
             // Within the grace window the family stays linear: the successor already stored is answered as it stands,
@@ -584,15 +606,21 @@ public actor InMemoryAccountStore: AccountStore {
         tokens[refreshTokenHash].map { ($0.record.sessionID, $0.record.userID) }
     }
 
-    public func revokeSession(_ sessionID: SessionID, now: Date) -> Bool {
+    @discardableResult
+    public func revokeSession(_ sessionID: SessionID, by actor: AuditActor, reason: String, now: Date) -> Bool {
         guard let session = sessions[sessionID], session.revokedAt == nil else { return false }
         sessions[sessionID]?.revokedAt = now
+        appendEvent(.sessionEnded(sessionID, userID: session.userID, by: actor, reason: reason, time: now))
         return true
     }
 
-    public func revokeSessions(userID: UserID, now: Date) -> [SessionID] {
-        let active = sessions.filter { $0.value.userID == userID && $0.value.revokedAt == nil }.map(\.key)
-        for sessionID in active { sessions[sessionID]?.revokedAt = now }
+    public func revokeSessions(userID: UserID, by actor: AuditActor, reason: String, now: Date) -> [SessionID] {
+        let active = sessions.filter { $0.value.userID == userID && $0.value.revokedAt == nil }
+            .sorted { $0.value.createdAt < $1.value.createdAt }.map(\.key)
+        for sessionID in active {
+            sessions[sessionID]?.revokedAt = now
+            appendEvent(.sessionEnded(sessionID, userID: userID, by: actor, reason: reason, time: now))
+        }
         return active
     }
 
@@ -719,7 +747,10 @@ public actor InMemoryAccountStore: AccountStore {
         if let other = userByApple[newAppleUserID], other != userID {
             throw StoreError(.duplicate, "another account has this Apple user id")
         }
-        if user.appleUserID != newAppleUserID { moveAccount(userID, to: newAppleUserID, now: now) }
+        if user.appleUserID != newAppleUserID {
+            moveAccount(userID, to: newAppleUserID, now: now)
+            appendEvent(.transferred(userID, from: user.appleUserID, to: newAppleUserID, by: .operator, time: now))
+        }
         if let email {
             users[userID]?.email = email
             users[userID]?.isPrivateEmail = isPrivateEmail ?? user.isPrivateEmail
@@ -736,6 +767,27 @@ public actor InMemoryAccountStore: AccountStore {
         .duplicate,
         "sign in: the email belongs to the account of another Apple ID, which still signs in"
     )
+
+    /// Appends a lifecycle event with the next sequence.
+    private func appendEvent(_ event: LifecycleEvent) {
+        var event = event
+        lastEventSequence += 1
+        event.sequence = lastEventSequence
+        lifecycleLog.append(event)
+    }
+
+    public func lifecycleEvents(after: Int64?, limit: Int) throws(StoreError) -> [LifecycleEvent] {
+        try checkAvailable()
+        let after = after ?? 0
+        return Array(lifecycleLog.lazy.filter { $0.sequence > after }.prefix(max(0, limit)))
+    }
+
+    public func purgeLifecycleEvents(before: Date) throws(StoreError) -> Int {
+        try checkAvailable()
+        let count = lifecycleLog.count
+        lifecycleLog.removeAll { $0.time < before }
+        return count - lifecycleLog.count
+    }
 
     private func moveAccount(_ userID: UserID, to appleUserID: AppleUserID, now: Date) {
         guard let user = users[userID] else { return }

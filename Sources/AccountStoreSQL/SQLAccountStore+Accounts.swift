@@ -277,7 +277,11 @@ extension SQLAccountStore {
                 RETURNING \(unsafeRaw: SQLRecords.userColumns)
                 """
             ).first()
-            if let inserted { return SignInOutcome(user: try SQLRecords.user(inserted), isNewUser: true) }
+            if let inserted {
+                let user = try SQLRecords.user(inserted)
+                try await SQLLifecycleEvents.append([.created(user, time: signedInAt)], to: database)
+                return SignInOutcome(user: user, isNewUser: true)
+            }
             // A racing first sign-in of the same Apple user committed its account first.
             guard let user = try await updateExisting() else {
                 throw StoreError(.unavailable, "sign in: the account was deleted during a racing sign-in")

@@ -105,7 +105,19 @@ extension SQLAccountStore {
                     RETURNING id
                     """
                 ).first()
-                if revoked != nil { ended = code.issuedSessionID }
+                if revoked != nil {
+                    ended = code.issuedSessionID
+                    try await SQLLifecycleEvents.append(
+                        try SQLLifecycleEvents.ended(
+                            [issued],
+                            userID: code.userID.description,
+                            by: .system,
+                            reason: SessionEndReason.codeReplayed,
+                            now: now
+                        ),
+                        to: database
+                    )
+                }
             }
             return .replayed(code, endedSession: ended)
         }

@@ -18,6 +18,7 @@ extension SQLAccountStore {
         id: UserID,
         mode: AccountDeletionMode,
         appleRevocationDueAt: Date?,
+        by actor: AuditActor,
         now: Date
     ) async throws(StoreError) -> DeletedAccount? {
         let userID = id.description
@@ -30,6 +31,7 @@ extension SQLAccountStore {
                 userID: userID,
                 mode: mode,
                 queueRevocation: dueAt.map { (revocationID, $0) },
+                by: actor,
                 now: now
             )
         }
@@ -67,17 +69,18 @@ extension SQLAccountStore {
     }
 
     @discardableResult
-    public func endAppleConsent(userID: UserID, now: Date) async throws(StoreError) -> [SessionID] {
+    public func endAppleConsent(userID: UserID, by actor: AuditActor, now: Date) async throws(StoreError) -> [SessionID]
+    {
         let userID = userID.description
         let now = try SQLValue.milliseconds(now)
         return try await write("end a user's Apple consent") { database in
-            try await Self.endConsent(database, userID: userID, now: now)
+            try await Self.endConsent(database, userID: userID, by: actor, now: now)
         }
     }
 
     // MARK: Disabling
 
-    public func disableUser(id: UserID, now: Date) async throws(StoreError) -> DisabledAccount? {
+    public func disableUser(id: UserID, by actor: AuditActor, now: Date) async throws(StoreError) -> DisabledAccount? {
         let userID = id.description
         let now = try SQLValue.milliseconds(now)
         return try await write("disable a user") { database in
@@ -89,19 +92,24 @@ extension SQLAccountStore {
                 """
             ).first()
             guard let row else { return nil }
-            let ended = try await database.raw(
-                """
-                UPDATE sessions SET revoked_at = \(bind: now)
-                WHERE user_id = \(bind: userID) AND revoked_at IS NULL
-                RETURNING id
-                """
-            ).all().map { row in try row.decode(column: "id", as: String.self) }
-            return DisabledAccount(user: try SQLRecords.user(row), endedSessions: try Self.sessionIDs(ended))
+            let ended = try await Self.endActiveSessions(database, userID: userID, now: now)
+            let user = try SQLRecords.user(row)
+            try await SQLLifecycleEvents.append(
+                try SQLLifecycleEvents.ended(
+                    ended,
+                    userID: userID,
+                    by: actor,
+                    reason: SessionEndReason.accountDisabled,
+                    now: now
+                ) + [.account(.userDisabled, user.id, by: actor, time: SQLValue.date(milliseconds: now))],
+                to: database
+            )
+            return DisabledAccount(user: user, endedSessions: try Self.sessionIDs(ended))
         }
     }
 
     @discardableResult
-    public func enableUser(id: UserID, now: Date) async throws(StoreError) -> UserRecord? {
+    public func enableUser(id: UserID, by actor: AuditActor, now: Date) async throws(StoreError) -> UserRecord? {
         let userID = id.description
         let now = try SQLValue.milliseconds(now)
         return try await write("enable a user") { database in
@@ -112,7 +120,12 @@ extension SQLAccountStore {
                 RETURNING \(unsafeRaw: SQLRecords.userColumns)
                 """
             ).first() {
-                return try SQLRecords.user(enabled)
+                let user = try SQLRecords.user(enabled)
+                try await SQLLifecycleEvents.append(
+                    [.account(.userEnabled, user.id, by: actor, time: SQLValue.date(milliseconds: now))],
+                    to: database
+                )
+                return user
             }
             return try await database.raw(
                 "SELECT \(unsafeRaw: SQLRecords.userColumns) FROM users WHERE id = \(bind: userID)"
@@ -290,7 +303,7 @@ extension SQLAccountStore {
             guard let userID, !stale else { return .applied(record, endedSessions: [], deletedUser: nil) }
             switch action {
             case .endConsent:
-                let ended = try await Self.endConsent(database, userID: userID, now: now)
+                let ended = try await Self.endConsent(database, userID: userID, by: .apple, now: now)
                 return .applied(record, endedSessions: ended, deletedUser: nil)
             case .deleteAccount(let mode):
                 let deleted = try await Self.removeAccount(
@@ -298,6 +311,7 @@ extension SQLAccountStore {
                     userID: userID,
                     mode: mode,
                     queueRevocation: nil,
+                    by: .apple,
                     now: now
                 )
                 return .applied(record, endedSessions: deleted?.endedSessions ?? [], deletedUser: deleted?.user.id)
@@ -308,6 +322,16 @@ extension SQLAccountStore {
                     WHERE id = \(bind: userID)
                     """
                 ).run()
+                try await SQLLifecycleEvents.append(
+                    [
+                        .emailForwarding(
+                            forwarding,
+                            userID: try Self.userID(userID),
+                            time: SQLValue.date(milliseconds: now)
+                        )
+                    ],
+                    to: database
+                )
                 return .applied(record, endedSessions: [], deletedUser: nil)
             case .none:
                 return .applied(record, endedSessions: [], deletedUser: nil)
@@ -441,20 +465,29 @@ extension SQLAccountStore {
 
     private static func userID(_ text: String) throws -> UserID { try SQLValue.userID(text) }
 
-    private static func sessionIDs(_ texts: [String]) throws -> [SessionID] {
-        try texts.map { text in try SQLValue.sessionID(text) }
-    }
-
-    /// Ends every session, drops the Apple token and marks the consent revoked.
-    private static func endConsent(_ database: any SQLDatabase, userID: String, now: Int64) async throws -> [SessionID]
-    {
-        let ended = try await database.raw(
+    /// Ends the user's active sessions inside the caller's transaction; returns their ids.
+    static func endActiveSessions(_ database: any SQLDatabase, userID: String, now: Int64) async throws -> [String] {
+        try await database.raw(
             """
             UPDATE sessions SET revoked_at = \(bind: now)
             WHERE user_id = \(bind: userID) AND revoked_at IS NULL
             RETURNING id
             """
         ).all().map { row in try row.decode(column: "id", as: String.self) }
+    }
+
+    private static func sessionIDs(_ texts: [String]) throws -> [SessionID] {
+        try texts.map { text in try SQLValue.sessionID(text) }
+    }
+
+    /// Ends every session, drops the Apple token and marks the consent revoked.
+    private static func endConsent(
+        _ database: any SQLDatabase,
+        userID: String,
+        by actor: AuditActor,
+        now: Int64
+    ) async throws -> [SessionID] {
+        let ended = try await endActiveSessions(database, userID: userID, now: now)
         try await database.raw("DELETE FROM apple_tokens WHERE user_id = \(bind: userID)").run()
         try await database.raw(
             """
@@ -462,6 +495,23 @@ extension SQLAccountStore {
             WHERE id = \(bind: userID)
             """
         ).run()
+        try await SQLLifecycleEvents.append(
+            try SQLLifecycleEvents.ended(
+                ended,
+                userID: userID,
+                by: actor,
+                reason: SessionEndReason.appleConsentRevoked,
+                now: now
+            ) + [
+                .account(
+                    .userConsentRevoked,
+                    try Self.userID(userID),
+                    by: actor,
+                    time: SQLValue.date(milliseconds: now)
+                )
+            ],
+            to: database
+        )
         return try sessionIDs(ended)
     }
 
@@ -471,6 +521,7 @@ extension SQLAccountStore {
         userID: String,
         mode: AccountDeletionMode,
         queueRevocation: (id: UUID, dueAt: Int64)?,
+        by actor: AuditActor,
         now: Int64
     ) async throws -> DeletedAccount? {
         let row = try await database.raw(
@@ -478,13 +529,7 @@ extension SQLAccountStore {
         ).first()
         guard let row else { return nil }
         let user = try SQLRecords.user(row)
-        let ended = try await database.raw(
-            """
-            UPDATE sessions SET revoked_at = \(bind: now)
-            WHERE user_id = \(bind: userID) AND revoked_at IS NULL
-            RETURNING id
-            """
-        ).all().map { row in try row.decode(column: "id", as: String.self) }
+        let ended = try await endActiveSessions(database, userID: userID, now: now)
         var queued: PendingAppleRevocation?
         if let queueRevocation,
             let token = try await database.raw(
@@ -549,6 +594,25 @@ extension SQLAccountStore {
             ON CONFLICT (user_id, deleted_at) DO NOTHING
             """
         ).run()
+        try await SQLLifecycleEvents.forgetPerson(userID: userID, in: database)
+        try await SQLLifecycleEvents.append(
+            try SQLLifecycleEvents.ended(
+                ended,
+                userID: userID,
+                by: actor,
+                reason: SessionEndReason.accountDeleted,
+                now: now
+            ) + [
+                .deleted(
+                    user.id,
+                    mode: mode,
+                    by: actor,
+                    appleRevocationQueued: queued != nil,
+                    time: SQLValue.date(milliseconds: now)
+                )
+            ],
+            to: database
+        )
         return DeletedAccount(user: user, endedSessions: try sessionIDs(ended), queuedRevocation: queued)
     }
 }

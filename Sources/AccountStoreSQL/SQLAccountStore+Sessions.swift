@@ -196,12 +196,23 @@ extension SQLAccountStore {
                     ).run()
                     return .rotated(sessionID: session, userID: userID)
                 }
-                try await database.raw(
+                let ended = try await database.raw(
                     """
                     UPDATE sessions SET revoked_at = \(bind: now)
                     WHERE id = \(bind: sessionID) AND revoked_at IS NULL
+                    RETURNING id
                     """
-                ).run()
+                ).all().map { try $0.decode(column: "id", as: String.self) }
+                try await SQLLifecycleEvents.append(
+                    try SQLLifecycleEvents.ended(
+                        ended,
+                        userID: userID.description,
+                        by: .system,
+                        reason: SessionEndReason.reuse,
+                        now: now
+                    ),
+                    to: database
+                )
                 return .reused(sessionID: session, userID: userID)
             }
             if expired { return .expired }
@@ -272,34 +283,49 @@ extension SQLAccountStore {
     }
 
     @discardableResult
-    public func revokeSession(_ sessionID: SessionID, now: Date) async throws(StoreError) -> Bool {
+    public func revokeSession(
+        _ sessionID: SessionID,
+        by actor: AuditActor,
+        reason: String,
+        now: Date
+    ) async throws(StoreError) -> Bool {
         let sessionID = sessionID.description
         let now = try SQLValue.milliseconds(now)
-        return try await read("revoke a session") { database in
-            try await database.raw(
+        return try await write("revoke a session") { database in
+            let userID = try await database.raw(
                 """
                 UPDATE sessions SET revoked_at = \(bind: now)
                 WHERE id = \(bind: sessionID) AND revoked_at IS NULL
-                RETURNING id
+                RETURNING user_id
                 """
-            ).first() != nil
+            ).first()?.decode(column: "user_id", as: String.self)
+            guard let userID else { return false }
+            try await SQLLifecycleEvents.append(
+                try SQLLifecycleEvents.ended([sessionID], userID: userID, by: actor, reason: reason, now: now),
+                to: database
+            )
+            return true
         }
     }
 
     @discardableResult
-    public func revokeSessions(userID: UserID, now: Date) async throws(StoreError) -> [SessionID] {
+    public func revokeSessions(
+        userID: UserID,
+        by actor: AuditActor,
+        reason: String,
+        now: Date
+    ) async throws(StoreError) -> [SessionID] {
         let userID = userID.description
         let now = try SQLValue.milliseconds(now)
         // The closure returns plain strings and the typed conversion happens outside it: Swift 6.3's optimizer
         // crashes (signal 11 while splitting the coroutine) on a typed-throws call inside this closure in release.
-        let ids = try await read("revoke a user's sessions") { database in
-            try await database.raw(
-                """
-                UPDATE sessions SET revoked_at = \(bind: now)
-                WHERE user_id = \(bind: userID) AND revoked_at IS NULL
-                RETURNING id
-                """
-            ).all().map { try $0.decode(column: "id", as: String.self) }
+        let ids = try await write("revoke a user's sessions") { database in
+            let ids = try await Self.endActiveSessions(database, userID: userID, now: now)
+            try await SQLLifecycleEvents.append(
+                try SQLLifecycleEvents.ended(ids, userID: userID, by: actor, reason: reason, now: now),
+                to: database
+            )
+            return ids
         }
         var sessionIDs: [SessionID] = []
         for id in ids { sessionIDs.append(try SQLValue.sessionID(id)) }

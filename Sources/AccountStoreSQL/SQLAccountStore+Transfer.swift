@@ -161,7 +161,22 @@ extension SQLAccountStore {
                     "SELECT \(unsafeRaw: SQLRecords.userColumns) FROM users WHERE id = \(bind: userID)"
                 ).first()
             else { throw StoreError(.notFound, "reassign an Apple user: no such user") }
-            return try SQLRecords.user(row)
+            let user = try SQLRecords.user(row)
+            if current != newAppleUserID {
+                try await SQLLifecycleEvents.append(
+                    [
+                        .transferred(
+                            user.id,
+                            from: AppleUserID(current),
+                            to: user.appleUserID,
+                            by: .operator,
+                            time: SQLValue.date(milliseconds: now)
+                        )
+                    ],
+                    to: database
+                )
+            }
+            return user
         }
     }
 
@@ -176,6 +191,14 @@ extension SQLAccountStore {
         to appleUserID: String,
         now: Int64
     ) async throws -> Bool {
+        let before = try await database.raw(
+            """
+            SELECT u.id AS id, u.apple_user_id AS apple_user_id FROM users u
+            JOIN user_transfers t ON t.user_id = u.id
+            WHERE t.transfer_sub = \(bind: transferSub) AND t.transferred_at IS NULL
+            """
+        ).first()?.decode(column: "apple_user_id", as: String.self)
+        guard let before else { return false }
         let moved = try await database.raw(
             """
             UPDATE users SET apple_user_id = \(bind: appleUserID), updated_at = \(bind: now)
@@ -188,6 +211,18 @@ extension SQLAccountStore {
         ).first()?.decode(column: "id", as: String.self)
         guard let moved else { return false }
         try await finishMove(database, userID: moved, now: now)
+        try await SQLLifecycleEvents.append(
+            [
+                .transferred(
+                    try SQLValue.userID(moved),
+                    from: AppleUserID(before),
+                    to: AppleUserID(appleUserID),
+                    by: .user,
+                    time: SQLValue.date(milliseconds: now)
+                )
+            ],
+            to: database
+        )
         return true
     }
 

@@ -366,6 +366,36 @@ enum SQLSchema {
                 "DROP TABLE client_consents",
             ]
         ),
+        // The outbox: each lifecycle change writes its event in its own transaction. No foreign key on the account:
+        // an account's events outlive it (its deletion is one of them).
+        Migration(
+            version: 13,
+            release: "0.4.0",
+            summary:
+                "Lifecycle events, written with the change they record (lifecycle_events, with the sequence row "
+                + "lifecycle_event_sequence that orders them by commit).",
+            statements: [
+                """
+                CREATE TABLE lifecycle_events (
+                    sequence BIGINT NOT NULL PRIMARY KEY,
+                    id TEXT NOT NULL UNIQUE,
+                    type TEXT NOT NULL,
+                    user_id TEXT NOT NULL,
+                    occurred_at BIGINT NOT NULL,
+                    data TEXT NOT NULL
+                )
+                """,
+                "CREATE INDEX lifecycle_events_by_user ON lifecycle_events (user_id, sequence)",
+                "CREATE INDEX lifecycle_events_by_time ON lifecycle_events (occurred_at)",
+                """
+                CREATE TABLE lifecycle_event_sequence (
+                    id INTEGER NOT NULL PRIMARY KEY,
+                    last BIGINT NOT NULL
+                )
+                """,
+                "INSERT INTO lifecycle_event_sequence (id, last) VALUES (1, 0)",
+            ]
+        ),
     ]
 
     /// Every table the migrations create (and the version table), PostgreSQL's `shared_counts` included; a test
@@ -374,7 +404,8 @@ enum SQLSchema {
         "schema_version", "users", "apple_tokens", "sessions", "refresh_tokens", "server_nonces", "signing_keys",
         "account_deletions", "apple_revocations", "apple_notifications", "web_flow_states", "user_transfers",
         "audit_events", "audit_daily_counts", "audit_counted_days", "admin_grants", "authorization_codes",
-        "client_consents", "shared_counts", "admin_tokens", "client_redirect_consents",
+        "client_consents", "shared_counts", "admin_tokens", "client_redirect_consents", "lifecycle_events",
+        "lifecycle_event_sequence",
     ]
 
     /// The functions the migrations create (PostgreSQL's announcement trigger's).

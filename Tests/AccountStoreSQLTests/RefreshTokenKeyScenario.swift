@@ -154,10 +154,24 @@ enum RefreshTokenKeyScenario {
     static func writeVersion6Tokens(_ store: SQLAccountStore) async throws -> [TokenRow] {
         #expect(try await store.appliedSchemaVersion() == 6)
         let now = Date(timeIntervalSince1970: 1_767_225_600)
-        let user = try await store.signIn(
-            AppleSignInFacts(appleUserID: AppleUserID("001.version6.tokens"), clientID: "com.example.app"),
-            now: now
-        ).user
+        // The account as version 6 wrote it: with the statement alone (a sign-in now also writes its event, whose
+        // table came later).
+        let userID = UserID()
+        let created = try SQLValue.milliseconds(now)
+        try await store.write("create a version 6 account") { database in
+            try await database.raw(
+                """
+                INSERT INTO users (
+                    id, apple_user_id, client_id, email_verified, is_private_email, email_forwarding, created_at,
+                    updated_at
+                ) VALUES (
+                    \(bind: userID.description), '001.version6.tokens', 'com.example.app', 0, 0, 1, \(bind: created),
+                    \(bind: created)
+                )
+                """
+            ).run()
+        }
+        let user = try #require(try await store.user(id: userID))
         let first = RefreshTokenRecord(
             hash: Array(repeating: 0x61, count: 32),
             sessionID: SessionID(),

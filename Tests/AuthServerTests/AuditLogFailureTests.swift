@@ -88,9 +88,10 @@ private struct AuditFailingStore: AccountStore {
         id: UserID,
         mode: AccountDeletionMode,
         appleRevocationDueAt: Date?,
+        by actor: AuditActor,
         now: Date
     ) async throws(StoreError) -> DeletedAccount? {
-        try await base.deleteUser(id: id, mode: mode, appleRevocationDueAt: appleRevocationDueAt, now: now)
+        try await base.deleteUser(id: id, mode: mode, appleRevocationDueAt: appleRevocationDueAt, by: actor, now: now)
     }
 
     func deletedAccounts(since: Date) async throws(StoreError) -> [AccountDeletion] {
@@ -102,17 +103,17 @@ private struct AuditFailingStore: AccountStore {
     }
 
     @discardableResult
-    func endAppleConsent(userID: UserID, now: Date) async throws(StoreError) -> [SessionID] {
-        try await base.endAppleConsent(userID: userID, now: now)
+    func endAppleConsent(userID: UserID, by actor: AuditActor, now: Date) async throws(StoreError) -> [SessionID] {
+        try await base.endAppleConsent(userID: userID, by: actor, now: now)
     }
 
-    func disableUser(id: UserID, now: Date) async throws(StoreError) -> DisabledAccount? {
-        try await base.disableUser(id: id, now: now)
+    func disableUser(id: UserID, by actor: AuditActor, now: Date) async throws(StoreError) -> DisabledAccount? {
+        try await base.disableUser(id: id, by: actor, now: now)
     }
 
     @discardableResult
-    func enableUser(id: UserID, now: Date) async throws(StoreError) -> UserRecord? {
-        try await base.enableUser(id: id, now: now)
+    func enableUser(id: UserID, by actor: AuditActor, now: Date) async throws(StoreError) -> UserRecord? {
+        try await base.enableUser(id: id, by: actor, now: now)
     }
 
     func saveAppleToken(_ token: AppleTokenRecord) async throws(StoreError) {
@@ -225,13 +226,23 @@ private struct AuditFailingStore: AccountStore {
     }
 
     @discardableResult
-    func revokeSession(_ sessionID: SessionID, now: Date) async throws(StoreError) -> Bool {
-        try await base.revokeSession(sessionID, now: now)
+    func revokeSession(
+        _ sessionID: SessionID,
+        by actor: AuditActor,
+        reason: String,
+        now: Date
+    ) async throws(StoreError) -> Bool {
+        try await base.revokeSession(sessionID, by: actor, reason: reason, now: now)
     }
 
     @discardableResult
-    func revokeSessions(userID: UserID, now: Date) async throws(StoreError) -> [SessionID] {
-        try await base.revokeSessions(userID: userID, now: now)
+    func revokeSessions(
+        userID: UserID,
+        by actor: AuditActor,
+        reason: String,
+        now: Date
+    ) async throws(StoreError) -> [SessionID] {
+        try await base.revokeSessions(userID: userID, by: actor, reason: reason, now: now)
     }
 
     func revokedSessions(since: Date) async throws(StoreError) -> [SessionRevocation] {
@@ -304,6 +315,14 @@ private struct AuditFailingStore: AccountStore {
     }
 
     @discardableResult
+    func lifecycleEvents(after: Int64?, limit: Int) async throws(StoreError) -> [LifecycleEvent] {
+        try await base.lifecycleEvents(after: after, limit: limit)
+    }
+
+    func purgeLifecycleEvents(before: Date) async throws(StoreError) -> Int {
+        try await base.purgeLifecycleEvents(before: before)
+    }
+
     func purgeAuditEvents(before: Date) async throws(StoreError) -> Int {
         try await base.purgeAuditEvents(before: before)
     }

@@ -24,7 +24,7 @@ struct HousekeepingTests {
             expiresAt: clock.now.addingTimeInterval(86_400)
         )
         try await store.createSession(firstToken: revoked, now: clock.now)
-        _ = await store.revokeSession(revoked.sessionID, now: clock.now)
+        _ = try await store.revokeSession(revoked.sessionID, now: clock.now)
         try await store.saveServerNonce(
             hash: Array(repeating: 2, count: 32),
             expiresAt: clock.now.addingTimeInterval(60)

@@ -184,7 +184,7 @@ struct UserCacheUnitTests {
         #expect(try await cache.user(id: user.id, store: store)?.id == user.id, "read from the store once")
 
         // The store loses the account behind the cache's back: the cache still answers, so no read happened.
-        _ = await store.deleteUser(id: user.id, mode: .delete, appleRevocationDueAt: nil, now: start)
+        _ = try await store.deleteUser(id: user.id, mode: .delete, appleRevocationDueAt: nil, now: start)
         #expect(try await cache.user(id: user.id, store: store)?.id == user.id, "served from memory")
 
         // The next refresh learns of the deletion and drops the entry.
@@ -253,7 +253,7 @@ struct UserCacheUnitTests {
         for user in users { cache.update(user) }
         cache.update(users[1])  // full, but the account is in it: nothing grows, nothing is dropped
         for user in users {
-            _ = await store.deleteUser(id: user.id, mode: .delete, appleRevocationDueAt: nil, now: start)
+            _ = try await store.deleteUser(id: user.id, mode: .delete, appleRevocationDueAt: nil, now: start)
         }
         #expect(try await cache.user(id: users[0].id, store: store) != nil, "still answered from memory")
     }
@@ -268,7 +268,7 @@ struct UserCacheUnitTests {
 
         // Behind the cache's back the store loses every account: what is still answered was kept in memory.
         for user in users {
-            _ = await store.deleteUser(id: user.id, mode: .delete, appleRevocationDueAt: nil, now: start)
+            _ = try await store.deleteUser(id: user.id, mode: .delete, appleRevocationDueAt: nil, now: start)
         }
         var kept: [Int] = []
         for (index, user) in users.enumerated() where try await cache.user(id: user.id, store: store) != nil {

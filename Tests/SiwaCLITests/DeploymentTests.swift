@@ -147,6 +147,11 @@ struct DeploymentTests {
             let restored = try await guide.shell(restore, names)
             #expect(restored.status == 0, "\(restored.stderr)")
             #expect(restored.stdout.contains("1 account(s) created: gone"), "\(restored.stdout)")
+            // Two accounts' creations were handed sequences 1 and 2; the backup has only the first.
+            #expect(
+                restored.stdout.contains("lifecycle events continue after sequence 2"),
+                "\(restored.stdout)"
+            )
             #expect(try mode(guide.folder.url.appendingPathComponent("siwa.sqlite").path) == 0o600)
             let accepted = try await guide.shell(doctor, names)
             #expect(accepted.status != 1, "\(accepted.stdout)")
@@ -168,6 +173,17 @@ struct DeploymentTests {
                 #expect(me.body["email"] as? String == "before@example.com", "\(me.body)")
                 let resumed = try await guide.shell(resume, names)
                 #expect(resumed.status == 0, "\(resumed.stderr)")
+
+                // A backend that read the events feed up to 2 before the restore misses no later event.
+                _ = try await guide.signIn("after-restore@example.com")
+                let token = try await guide.siwa([
+                    "admin", "tokens", "create", "--name", "feed", "--scope", "read", "--config", "siwa.json",
+                ])
+                let secret = token.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+                let feed = try await call("GET", guide.base + "/admin/api/events?after=2", bearer: secret)
+                let events = feed.body["events"] as? [[String: Any]] ?? []
+                #expect(events.compactMap { $0["sequence"] as? Int } == [3], "\(feed.body)")
+                #expect(events.first?["type"] as? String == "user.created")
             }
             let census = try await guide.siwa(["keys", "data-keys", "--json", "--config", "siwa.json"])
             let report = try JSONSerialization.jsonObject(with: Data(census.stdout.utf8)) as? [String: Any]

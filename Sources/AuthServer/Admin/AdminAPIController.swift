@@ -39,6 +39,7 @@ struct AdminAPIController: RouteProvider {
         api.post("/users/:id/enable", access: Self.acting, use: enable)
         api.delete("/users/:id", access: Self.acting, use: delete)
         api.get("/audit", access: Self.reading, use: audit)
+        api.get("/events", access: Self.reading, use: events)
         api.get("/stats", access: Self.reading, use: stats)
     }
 
@@ -241,6 +242,25 @@ struct AdminAPIController: RouteProvider {
             try await store.auditEvents(filter, limit: limit, after: cursor)
         }
         return AuditPage(events: page.items.map(AuditEntry.init), next: page.next?.description)
+    }
+
+    /// The events feed: the lifecycle events after `after` (a previous page's `next`; none: from the oldest kept), in
+    /// commit order, at most `limit`. A backend that stores `next` with what it did and asks again misses no event,
+    /// also after an outage shorter than the retention (`SIWA_EVENT_RETENTION_DAYS`).
+    @Sendable func events(_ request: Request, context: SiwaRequestContext) async throws -> LifecycleEventPage {
+        _ = try await access.caller(context)
+        let limit = try RequestFields.limit(request)
+        let after = try RequestFields.integer(
+            request.uri.queryParameters["after"].map(String.init),
+            "after",
+            0...Int.max
+        ).map(Int64.init)
+        let events = try await store.lifecycleEvents(after: after, limit: limit)
+        return LifecycleEventPage(
+            events: events.map(LifecycleEventMessage.init),
+            next: String(events.last?.sequence ?? after ?? 0),
+            hasMore: events.count == limit
+        )
     }
 
     // MARK: Acting

@@ -1308,6 +1308,63 @@ enum OpenAPIDocument {
         }
       }
     },
+    "/admin/api/events": {
+      "get": {
+        "operationId": "adminLifecycleEvents",
+        "tags": [
+          "admin"
+        ],
+        "x-siwa-condition": "always registered; answers only an account with the admin role (SIWA_ADMIN_USERS or `siwa users grant-admin`)",
+        "summary": "The events feed: lifecycle events in commit order",
+        "description": "The lifecycle events after `after`, oldest first, as the app's backend reads them to catch up: every account creation, update, deletion, disabling, enabling, consent revocation, transfer and session ending, each recorded in the transaction of its change. Store `next` with what you did with the page and ask again with it; events are kept for `SIWA_EVENT_RETENTION_DAYS`.",
+        "security": [
+          {
+            "adminBearer": []
+          },
+          {
+            "adminServiceToken": []
+          }
+        ],
+        "parameters": [
+          {
+            "name": "after",
+            "in": "query",
+            "description": "A previous page's `next` (an event's sequence); none or empty: from the oldest event kept.",
+            "schema": {
+              "type": "string",
+              "pattern": "^[0-9]*$"
+            }
+          },
+          {
+            "$ref": "#/components/parameters/PageLimit"
+          }
+        ],
+        "responses": {
+          "200": {
+            "description": "A page of events.",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/LifecycleEventPage"
+                }
+              }
+            }
+          },
+          "400": {
+            "$ref": "#/components/responses/BadRequest"
+          },
+          "401": {
+            "$ref": "#/components/responses/Unauthorized"
+          },
+          "403": {
+            "$ref": "#/components/responses/Forbidden"
+          },
+          "503": {
+            "$ref": "#/components/responses/Unavailable"
+          }
+        }
+      }
+    },
     "/admin/api/stats": {
       "get": {
         "operationId": "adminStats",
@@ -5630,6 +5687,651 @@ enum OpenAPIDocument {
             "type": "string"
           }
         }
+      },
+      "LifecycleEventDataUserCreated": {
+        "type": "object",
+        "description": "An account was created by its first sign-in. Deleting the account later blanks (null) its personal values.",
+        "required": [
+          "user_id",
+          "apple_sub",
+          "client_id",
+          "email",
+          "email_verified",
+          "is_private_email",
+          "given_name",
+          "family_name"
+        ],
+        "properties": {
+          "user_id": {
+            "type": "string",
+            "format": "uuid",
+            "description": "The siwa user id."
+          },
+          "apple_sub": {
+            "type": [
+              "string",
+              "null"
+            ],
+            "description": "The Apple user id (`sub`); null once the account is deleted."
+          },
+          "client_id": {
+            "type": "string",
+            "description": "The bundle id or Services ID of the first sign-in."
+          },
+          "email": {
+            "type": [
+              "string",
+              "null"
+            ],
+            "description": "null when Apple sent none, or once the account is deleted."
+          },
+          "email_verified": {
+            "type": "boolean"
+          },
+          "is_private_email": {
+            "type": "boolean"
+          },
+          "given_name": {
+            "type": [
+              "string",
+              "null"
+            ]
+          },
+          "family_name": {
+            "type": [
+              "string",
+              "null"
+            ]
+          }
+        },
+        "additionalProperties": false
+      },
+      "LifecycleEventUserCreated": {
+        "type": "object",
+        "description": "A `user.created` event.",
+        "required": [
+          "id",
+          "sequence",
+          "type",
+          "timestamp",
+          "data"
+        ],
+        "properties": {
+          "id": {
+            "type": "string",
+            "format": "uuid",
+            "description": "The event's id, the same in every read."
+          },
+          "sequence": {
+            "type": "integer",
+            "minimum": 1,
+            "description": "Its place in commit order: the feed's cursor."
+          },
+          "type": {
+            "const": "user.created"
+          },
+          "timestamp": {
+            "type": "string",
+            "format": "date-time",
+            "description": "When the change committed."
+          },
+          "data": {
+            "$ref": "#/components/schemas/LifecycleEventDataUserCreated"
+          }
+        },
+        "additionalProperties": false
+      },
+      "LifecycleEventDataUserUpdated": {
+        "type": "object",
+        "description": "An account's facts changed: Apple's email forwarding turned on or off.",
+        "required": [
+          "user_id",
+          "changed",
+          "email_forwarding"
+        ],
+        "properties": {
+          "user_id": {
+            "type": "string",
+            "format": "uuid",
+            "description": "The siwa user id."
+          },
+          "changed": {
+            "type": "string",
+            "enum": [
+              "email_forwarding"
+            ],
+            "description": "What changed."
+          },
+          "email_forwarding": {
+            "type": "boolean",
+            "description": "Whether Apple forwards mail to the user's private relay address."
+          }
+        },
+        "additionalProperties": false
+      },
+      "LifecycleEventUserUpdated": {
+        "type": "object",
+        "description": "A `user.updated` event.",
+        "required": [
+          "id",
+          "sequence",
+          "type",
+          "timestamp",
+          "data"
+        ],
+        "properties": {
+          "id": {
+            "type": "string",
+            "format": "uuid",
+            "description": "The event's id, the same in every read."
+          },
+          "sequence": {
+            "type": "integer",
+            "minimum": 1,
+            "description": "Its place in commit order: the feed's cursor."
+          },
+          "type": {
+            "const": "user.updated"
+          },
+          "timestamp": {
+            "type": "string",
+            "format": "date-time",
+            "description": "When the change committed."
+          },
+          "data": {
+            "$ref": "#/components/schemas/LifecycleEventDataUserUpdated"
+          }
+        },
+        "additionalProperties": false
+      },
+      "LifecycleEventDataUserDeleted": {
+        "type": "object",
+        "description": "An account was deleted or anonymised; the account's earlier events lose their personal values.",
+        "required": [
+          "user_id",
+          "mode",
+          "by",
+          "apple_revocation"
+        ],
+        "properties": {
+          "user_id": {
+            "type": "string",
+            "format": "uuid",
+            "description": "The siwa user id."
+          },
+          "mode": {
+            "type": "string",
+            "enum": [
+              "delete",
+              "anonymise"
+            ]
+          },
+          "by": {
+            "type": "string",
+            "enum": [
+              "user",
+              "admin",
+              "apple",
+              "system",
+              "operator",
+              "service_token"
+            ],
+            "description": "Who made the change."
+          },
+          "apple_revocation": {
+            "type": "string",
+            "enum": [
+              "queued",
+              "none"
+            ],
+            "description": "`queued`: the user's Apple token was queued for revocation at Apple in the same transaction; `none`: there was no token, or Apple itself deleted the Apple ID."
+          }
+        },
+        "additionalProperties": false
+      },
+      "LifecycleEventUserDeleted": {
+        "type": "object",
+        "description": "A `user.deleted` event.",
+        "required": [
+          "id",
+          "sequence",
+          "type",
+          "timestamp",
+          "data"
+        ],
+        "properties": {
+          "id": {
+            "type": "string",
+            "format": "uuid",
+            "description": "The event's id, the same in every read."
+          },
+          "sequence": {
+            "type": "integer",
+            "minimum": 1,
+            "description": "Its place in commit order: the feed's cursor."
+          },
+          "type": {
+            "const": "user.deleted"
+          },
+          "timestamp": {
+            "type": "string",
+            "format": "date-time",
+            "description": "When the change committed."
+          },
+          "data": {
+            "$ref": "#/components/schemas/LifecycleEventDataUserDeleted"
+          }
+        },
+        "additionalProperties": false
+      },
+      "LifecycleEventDataUserDisabled": {
+        "type": "object",
+        "description": "An account was disabled; its sessions ended (one `session.ended` each).",
+        "required": [
+          "user_id",
+          "by"
+        ],
+        "properties": {
+          "user_id": {
+            "type": "string",
+            "format": "uuid",
+            "description": "The siwa user id."
+          },
+          "by": {
+            "type": "string",
+            "enum": [
+              "user",
+              "admin",
+              "apple",
+              "system",
+              "operator",
+              "service_token"
+            ],
+            "description": "Who made the change."
+          }
+        },
+        "additionalProperties": false
+      },
+      "LifecycleEventUserDisabled": {
+        "type": "object",
+        "description": "A `user.disabled` event.",
+        "required": [
+          "id",
+          "sequence",
+          "type",
+          "timestamp",
+          "data"
+        ],
+        "properties": {
+          "id": {
+            "type": "string",
+            "format": "uuid",
+            "description": "The event's id, the same in every read."
+          },
+          "sequence": {
+            "type": "integer",
+            "minimum": 1,
+            "description": "Its place in commit order: the feed's cursor."
+          },
+          "type": {
+            "const": "user.disabled"
+          },
+          "timestamp": {
+            "type": "string",
+            "format": "date-time",
+            "description": "When the change committed."
+          },
+          "data": {
+            "$ref": "#/components/schemas/LifecycleEventDataUserDisabled"
+          }
+        },
+        "additionalProperties": false
+      },
+      "LifecycleEventDataUserEnabled": {
+        "type": "object",
+        "description": "A disabled account was enabled again.",
+        "required": [
+          "user_id",
+          "by"
+        ],
+        "properties": {
+          "user_id": {
+            "type": "string",
+            "format": "uuid",
+            "description": "The siwa user id."
+          },
+          "by": {
+            "type": "string",
+            "enum": [
+              "user",
+              "admin",
+              "apple",
+              "system",
+              "operator",
+              "service_token"
+            ],
+            "description": "Who made the change."
+          }
+        },
+        "additionalProperties": false
+      },
+      "LifecycleEventUserEnabled": {
+        "type": "object",
+        "description": "A `user.enabled` event.",
+        "required": [
+          "id",
+          "sequence",
+          "type",
+          "timestamp",
+          "data"
+        ],
+        "properties": {
+          "id": {
+            "type": "string",
+            "format": "uuid",
+            "description": "The event's id, the same in every read."
+          },
+          "sequence": {
+            "type": "integer",
+            "minimum": 1,
+            "description": "Its place in commit order: the feed's cursor."
+          },
+          "type": {
+            "const": "user.enabled"
+          },
+          "timestamp": {
+            "type": "string",
+            "format": "date-time",
+            "description": "When the change committed."
+          },
+          "data": {
+            "$ref": "#/components/schemas/LifecycleEventDataUserEnabled"
+          }
+        },
+        "additionalProperties": false
+      },
+      "LifecycleEventDataUserConsentRevoked": {
+        "type": "object",
+        "description": "The user's consent ended at Apple: by Apple's notification (`apple`) or siwa's own check of the Apple token (`system`).",
+        "required": [
+          "user_id",
+          "by"
+        ],
+        "properties": {
+          "user_id": {
+            "type": "string",
+            "format": "uuid",
+            "description": "The siwa user id."
+          },
+          "by": {
+            "type": "string",
+            "enum": [
+              "user",
+              "admin",
+              "apple",
+              "system",
+              "operator",
+              "service_token"
+            ],
+            "description": "Who made the change."
+          }
+        },
+        "additionalProperties": false
+      },
+      "LifecycleEventUserConsentRevoked": {
+        "type": "object",
+        "description": "A `user.consent_revoked` event.",
+        "required": [
+          "id",
+          "sequence",
+          "type",
+          "timestamp",
+          "data"
+        ],
+        "properties": {
+          "id": {
+            "type": "string",
+            "format": "uuid",
+            "description": "The event's id, the same in every read."
+          },
+          "sequence": {
+            "type": "integer",
+            "minimum": 1,
+            "description": "Its place in commit order: the feed's cursor."
+          },
+          "type": {
+            "const": "user.consent_revoked"
+          },
+          "timestamp": {
+            "type": "string",
+            "format": "date-time",
+            "description": "When the change committed."
+          },
+          "data": {
+            "$ref": "#/components/schemas/LifecycleEventDataUserConsentRevoked"
+          }
+        },
+        "additionalProperties": false
+      },
+      "LifecycleEventDataUserTransferred": {
+        "type": "object",
+        "description": "A team transfer moved the account to the receiving team's Apple user id.",
+        "required": [
+          "user_id",
+          "old_apple_sub",
+          "new_apple_sub",
+          "by"
+        ],
+        "properties": {
+          "user_id": {
+            "type": "string",
+            "format": "uuid",
+            "description": "The siwa user id."
+          },
+          "old_apple_sub": {
+            "type": [
+              "string",
+              "null"
+            ],
+            "description": "The sending team's `sub`; null once the account is deleted."
+          },
+          "new_apple_sub": {
+            "type": [
+              "string",
+              "null"
+            ],
+            "description": "The receiving team's `sub`; null once the account is deleted."
+          },
+          "by": {
+            "type": "string",
+            "enum": [
+              "user",
+              "admin",
+              "apple",
+              "system",
+              "operator",
+              "service_token"
+            ],
+            "description": "Who made the change."
+          }
+        },
+        "additionalProperties": false
+      },
+      "LifecycleEventUserTransferred": {
+        "type": "object",
+        "description": "A `user.transferred` event.",
+        "required": [
+          "id",
+          "sequence",
+          "type",
+          "timestamp",
+          "data"
+        ],
+        "properties": {
+          "id": {
+            "type": "string",
+            "format": "uuid",
+            "description": "The event's id, the same in every read."
+          },
+          "sequence": {
+            "type": "integer",
+            "minimum": 1,
+            "description": "Its place in commit order: the feed's cursor."
+          },
+          "type": {
+            "const": "user.transferred"
+          },
+          "timestamp": {
+            "type": "string",
+            "format": "date-time",
+            "description": "When the change committed."
+          },
+          "data": {
+            "$ref": "#/components/schemas/LifecycleEventDataUserTransferred"
+          }
+        },
+        "additionalProperties": false
+      },
+      "LifecycleEventDataSessionEnded": {
+        "type": "object",
+        "description": "A session ended.",
+        "required": [
+          "user_id",
+          "session_id",
+          "reason",
+          "by"
+        ],
+        "properties": {
+          "user_id": {
+            "type": "string",
+            "format": "uuid",
+            "description": "The siwa user id."
+          },
+          "session_id": {
+            "type": "string",
+            "format": "uuid"
+          },
+          "reason": {
+            "type": "string",
+            "description": "`logout`, `reuse` (a rotated refresh token presented again), `code_replayed`, `account_deleted`, `account_disabled`, `apple_consent_revoked`, `admin`, or an operator's code."
+          },
+          "by": {
+            "type": "string",
+            "enum": [
+              "user",
+              "admin",
+              "apple",
+              "system",
+              "operator",
+              "service_token"
+            ],
+            "description": "Who made the change."
+          }
+        },
+        "additionalProperties": false
+      },
+      "LifecycleEventSessionEnded": {
+        "type": "object",
+        "description": "A `session.ended` event.",
+        "required": [
+          "id",
+          "sequence",
+          "type",
+          "timestamp",
+          "data"
+        ],
+        "properties": {
+          "id": {
+            "type": "string",
+            "format": "uuid",
+            "description": "The event's id, the same in every read."
+          },
+          "sequence": {
+            "type": "integer",
+            "minimum": 1,
+            "description": "Its place in commit order: the feed's cursor."
+          },
+          "type": {
+            "const": "session.ended"
+          },
+          "timestamp": {
+            "type": "string",
+            "format": "date-time",
+            "description": "When the change committed."
+          },
+          "data": {
+            "$ref": "#/components/schemas/LifecycleEventDataSessionEnded"
+          }
+        },
+        "additionalProperties": false
+      },
+      "LifecycleEvent": {
+        "description": "One lifecycle event, recorded in the same transaction as the change it names. `type` says which; each type's `data` has its own schema.",
+        "oneOf": [
+          {
+            "$ref": "#/components/schemas/LifecycleEventUserCreated"
+          },
+          {
+            "$ref": "#/components/schemas/LifecycleEventUserUpdated"
+          },
+          {
+            "$ref": "#/components/schemas/LifecycleEventUserDeleted"
+          },
+          {
+            "$ref": "#/components/schemas/LifecycleEventUserDisabled"
+          },
+          {
+            "$ref": "#/components/schemas/LifecycleEventUserEnabled"
+          },
+          {
+            "$ref": "#/components/schemas/LifecycleEventUserConsentRevoked"
+          },
+          {
+            "$ref": "#/components/schemas/LifecycleEventUserTransferred"
+          },
+          {
+            "$ref": "#/components/schemas/LifecycleEventSessionEnded"
+          }
+        ],
+        "discriminator": {
+          "propertyName": "type",
+          "mapping": {
+            "user.created": "#/components/schemas/LifecycleEventUserCreated",
+            "user.updated": "#/components/schemas/LifecycleEventUserUpdated",
+            "user.deleted": "#/components/schemas/LifecycleEventUserDeleted",
+            "user.disabled": "#/components/schemas/LifecycleEventUserDisabled",
+            "user.enabled": "#/components/schemas/LifecycleEventUserEnabled",
+            "user.consent_revoked": "#/components/schemas/LifecycleEventUserConsentRevoked",
+            "user.transferred": "#/components/schemas/LifecycleEventUserTransferred",
+            "session.ended": "#/components/schemas/LifecycleEventSessionEnded"
+          }
+        }
+      },
+      "LifecycleEventPage": {
+        "type": "object",
+        "required": [
+          "events",
+          "next",
+          "hasMore"
+        ],
+        "properties": {
+          "events": {
+            "type": "array",
+            "items": {
+              "$ref": "#/components/schemas/LifecycleEvent"
+            }
+          },
+          "next": {
+            "type": "string",
+            "pattern": "^[0-9]+$",
+            "description": "The `after` of the next request: the last event's sequence, or the `after` asked with when no event followed it."
+          },
+          "hasMore": {
+            "type": "boolean",
+            "description": "Whether the page was full: ask again at once."
+          }
+        },
+        "additionalProperties": false
       }
     }
   }

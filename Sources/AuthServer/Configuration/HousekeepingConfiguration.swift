@@ -15,14 +15,19 @@ public struct HousekeepingConfiguration: Sendable {
     /// Seconds the audit log keeps an event (`SIWA_AUDIT_RETENTION_DAYS`, default 90 days); each purge deletes older
     /// ones.
     public var auditRetention: TimeInterval
+    /// Seconds the events feed keeps a lifecycle event (`SIWA_EVENT_RETENTION_DAYS`, default 30 days): how long the
+    /// app's backend can be away and still catch up from its cursor.
+    public var eventRetention: TimeInterval
 
     public init(
         purgeInterval: Duration? = .seconds(3600),
         retention: TimeInterval = 7 * 86_400,
-        auditRetention: TimeInterval = 90 * 86_400
+        auditRetention: TimeInterval = 90 * 86_400,
+        eventRetention: TimeInterval = 30 * 86_400
     ) {
         self.purgeInterval = purgeInterval
         self.retention = retention
         self.auditRetention = auditRetention
+        self.eventRetention = eventRetention
     }
 }

@@ -100,6 +100,7 @@ public struct AccountDeletionService: Sendable {
                 mode: configuration.deletionMode,
                 // Due a little later: the attempt below goes first, and the retry worker must not race it.
                 appleRevocationDueAt: clock.now.addingTimeInterval(max(60, configuration.revocationRetryDelay)),
+                by: actor,
                 now: clock.now
             )
         else { return nil }

@@ -37,7 +37,7 @@ public struct AccountStatusService: Sendable {
     /// Disables the account and ends its sessions; `nil` when there is no such account. The audit log records the
     /// disabling and each session ended, by `actor` (an operator at the command line by default).
     public func disable(_ userID: UserID, by actor: AuditActor = .operator) async throws -> DisabledAccount? {
-        guard let disabled = try await store.disableUser(id: userID, now: clock.now) else { return nil }
+        guard let disabled = try await store.disableUser(id: userID, by: actor, now: clock.now) else { return nil }
         await audit.append(.accountDisabled, userID: userID, actor: actor)
         await SessionEnding.audit(
             ended: disabled.endedSessions,
@@ -70,7 +70,7 @@ public struct AccountStatusService: Sendable {
 
     /// Enables the account again; `nil` when there is no such account. The audit log records it, by `actor`.
     public func enable(_ userID: UserID, by actor: AuditActor = .operator) async throws -> UserRecord? {
-        guard let enabled = try await store.enableUser(id: userID, now: clock.now) else { return nil }
+        guard let enabled = try await store.enableUser(id: userID, by: actor, now: clock.now) else { return nil }
         await audit.append(.accountEnabled, userID: userID, actor: actor)
         logger.info("account enabled", metadata: ["user": "\(userID)"])
         return enabled

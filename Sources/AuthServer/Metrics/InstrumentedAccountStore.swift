@@ -79,10 +79,17 @@ struct InstrumentedAccountStore: AccountStore {
         id: UserID,
         mode: AccountDeletionMode,
         appleRevocationDueAt: Date?,
+        by actor: AuditActor,
         now: Date
     ) async throws(StoreError) -> DeletedAccount? {
         try await measure("deleteUser") { () async throws(StoreError) in
-            try await base.deleteUser(id: id, mode: mode, appleRevocationDueAt: appleRevocationDueAt, now: now)
+            try await base.deleteUser(
+                id: id,
+                mode: mode,
+                appleRevocationDueAt: appleRevocationDueAt,
+                by: actor,
+                now: now
+            )
         }
     }
 
@@ -96,18 +103,22 @@ struct InstrumentedAccountStore: AccountStore {
         try await measure("usersChanged") { () async throws(StoreError) in try await base.usersChanged(since: since) }
     }
 
-    func endAppleConsent(userID: UserID, now: Date) async throws(StoreError) -> [SessionID] {
+    func endAppleConsent(userID: UserID, by actor: AuditActor, now: Date) async throws(StoreError) -> [SessionID] {
         try await measure("endAppleConsent") { () async throws(StoreError) in
-            try await base.endAppleConsent(userID: userID, now: now)
+            try await base.endAppleConsent(userID: userID, by: actor, now: now)
         }
     }
 
-    func disableUser(id: UserID, now: Date) async throws(StoreError) -> DisabledAccount? {
-        try await measure("disableUser") { () async throws(StoreError) in try await base.disableUser(id: id, now: now) }
+    func disableUser(id: UserID, by actor: AuditActor, now: Date) async throws(StoreError) -> DisabledAccount? {
+        try await measure("disableUser") { () async throws(StoreError) in
+            try await base.disableUser(id: id, by: actor, now: now)
+        }
     }
 
-    func enableUser(id: UserID, now: Date) async throws(StoreError) -> UserRecord? {
-        try await measure("enableUser") { () async throws(StoreError) in try await base.enableUser(id: id, now: now) }
+    func enableUser(id: UserID, by actor: AuditActor, now: Date) async throws(StoreError) -> UserRecord? {
+        try await measure("enableUser") { () async throws(StoreError) in
+            try await base.enableUser(id: id, by: actor, now: now)
+        }
     }
 
     // MARK: Apple refresh tokens
@@ -282,15 +293,25 @@ struct InstrumentedAccountStore: AccountStore {
         }
     }
 
-    func revokeSession(_ sessionID: SessionID, now: Date) async throws(StoreError) -> Bool {
+    func revokeSession(
+        _ sessionID: SessionID,
+        by actor: AuditActor,
+        reason: String,
+        now: Date
+    ) async throws(StoreError) -> Bool {
         try await measure("revokeSession") { () async throws(StoreError) in
-            try await base.revokeSession(sessionID, now: now)
+            try await base.revokeSession(sessionID, by: actor, reason: reason, now: now)
         }
     }
 
-    func revokeSessions(userID: UserID, now: Date) async throws(StoreError) -> [SessionID] {
+    func revokeSessions(
+        userID: UserID,
+        by actor: AuditActor,
+        reason: String,
+        now: Date
+    ) async throws(StoreError) -> [SessionID] {
         try await measure("revokeSessions") { () async throws(StoreError) in
-            try await base.revokeSessions(userID: userID, now: now)
+            try await base.revokeSessions(userID: userID, by: actor, reason: reason, now: now)
         }
     }
 
@@ -392,6 +413,18 @@ struct InstrumentedAccountStore: AccountStore {
     ) async throws(StoreError) -> [AuditEventCount] {
         try await measure("auditEventCounts") { () async throws(StoreError) in
             try await base.auditEventCounts(from: from, until: until, types: types, now: now)
+        }
+    }
+
+    func lifecycleEvents(after: Int64?, limit: Int) async throws(StoreError) -> [LifecycleEvent] {
+        try await measure("lifecycleEvents") { () async throws(StoreError) in
+            try await base.lifecycleEvents(after: after, limit: limit)
+        }
+    }
+
+    func purgeLifecycleEvents(before: Date) async throws(StoreError) -> Int {
+        try await measure("purgeLifecycleEvents") { () async throws(StoreError) in
+            try await base.purgeLifecycleEvents(before: before)
         }
     }
 

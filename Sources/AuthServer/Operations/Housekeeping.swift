@@ -10,8 +10,9 @@ import Foundation
 #endif
 
 /// Purges the store's expired rows (server nonces, web states, refresh tokens, revoked sessions, deletion records, the
-/// shared limits' counts of past windows) and
-/// the audit events older than ``HousekeepingConfiguration/auditRetention`` every interval until shutdown. Every instance may run it: a purge that finds nothing changes nothing.
+/// shared limits' counts of past windows), the audit events older than ``HousekeepingConfiguration/auditRetention``
+/// and the lifecycle events older than ``HousekeepingConfiguration/eventRetention`` every interval until shutdown.
+/// Every instance may run it: a purge that finds nothing changes nothing.
 public struct Housekeeping: Service {
     let store: any AccountStore
     let configuration: HousekeepingConfiguration
@@ -44,6 +45,12 @@ public struct Housekeeping: Service {
         )
         if auditEvents > 0 {
             logger.info("purged old audit events", metadata: ["audit_events": "\(auditEvents)"])
+        }
+        let lifecycleEvents = try await store.purgeLifecycleEvents(
+            before: now.addingTimeInterval(-configuration.eventRetention)
+        )
+        if lifecycleEvents > 0 {
+            logger.info("purged old lifecycle events", metadata: ["lifecycle_events": "\(lifecycleEvents)"])
         }
         if result.total > 0 {
             logger.info(

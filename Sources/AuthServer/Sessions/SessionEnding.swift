@@ -22,7 +22,7 @@ struct SessionEnding: Sendable {
     ///   - actor: who ended it; `reason`: why (a short code such as `logout` or `reuse`).
     @discardableResult
     func end(_ sessionID: SessionID, userID: UserID?, by actor: AuditActor, reason: String) async throws -> Bool {
-        let ended = try await store.revokeSession(sessionID, now: clock.now)
+        let ended = try await store.revokeSession(sessionID, by: actor, reason: reason, now: clock.now)
         recordEnded([sessionID], userID: nil)
         if ended { await Self.audit(ended: [sessionID], userID: userID, by: actor, reason: reason, in: audit) }
         return ended
@@ -31,7 +31,7 @@ struct SessionEnding: Sendable {
     /// Ends every session of a user; returns those that were active.
     @discardableResult
     func endAll(userID: UserID, by actor: AuditActor, reason: String) async throws -> [SessionID] {
-        let ended = try await store.revokeSessions(userID: userID, now: clock.now)
+        let ended = try await store.revokeSessions(userID: userID, by: actor, reason: reason, now: clock.now)
         recordEnded(ended, userID: userID)
         await Self.audit(ended: ended, userID: userID, by: actor, reason: reason, in: audit)
         return ended
@@ -40,7 +40,7 @@ struct SessionEnding: Sendable {
     /// Apple ended the user's consent: every session ends and the Apple token goes (``AccountStore/endAppleConsent(userID:now:)``).
     @discardableResult
     func endAppleConsent(userID: UserID, by actor: AuditActor) async throws -> [SessionID] {
-        let ended = try await store.endAppleConsent(userID: userID, now: clock.now)
+        let ended = try await store.endAppleConsent(userID: userID, by: actor, now: clock.now)
         recordEnded(ended, userID: userID)
         await Self.audit(ended: ended, userID: userID, by: actor, reason: "apple_consent_revoked", in: audit)
         return ended
@@ -84,7 +84,7 @@ struct SessionEnding: Sendable {
         reason: String,
         audit: AuditLog
     ) async throws -> Bool {
-        let ended = try await audit.store.revokeSession(sessionID, now: audit.clock.now)
+        let ended = try await audit.store.revokeSession(sessionID, by: actor, reason: reason, now: audit.clock.now)
         if ended { await Self.audit(ended: [sessionID], userID: userID, by: actor, reason: reason, in: audit) }
         return ended
     }

@@ -101,8 +101,41 @@ struct RestoreCommand: AsyncParsableCommand {
             Terminal.error("error: the restore failed: \(BackupCommand.describe(error))")
             throw ExitCode(1)
         }
+        await Self.continueEventSequence(after: since.lastEventSequence, settings: settings, logger: logger)
         lock?.release()
         try await Self.report(since, backup: file, manifest: manifest, settings: settings, logger: logger)
+    }
+
+    /// Moves the restored database's lifecycle event sequence past the replaced one's: the events written after the
+    /// backup are gone, and the events written from now on must not take their sequences, or a backend whose feed
+    /// cursor is past the backup would skip them.
+    static func continueEventSequence(after last: Int64?, settings: ServerSettings, logger: Logger) async {
+        guard let last, last > 0 else { return }
+        var quiet = logger
+        quiet.logLevel = .error
+        guard (try? await StoreFactory.schemaVersion(settings, logger: quiet)) == SQLAccountStore.schemaVersion else {
+            print(
+                "the backup's schema has no lifecycle events: a backend reading GET /admin/api/events starts again "
+                    + "from after=0 once siwa has upgraded it (the replaced database had handed out \(last))"
+            )
+            return
+        }
+        do {
+            let store = try await StoreFactory.openExisting(settings, logger: quiet)
+            do {
+                try await store.advanceLifecycleEventSequence(to: last)
+                await store.shutdown()
+            } catch {
+                await store.shutdown()
+                throw error
+            }
+            print("lifecycle events continue after sequence \(last), the replaced database's last")
+        } catch {
+            Terminal.error(
+                "warning: the lifecycle event sequence could not be moved past \(last) (\(BackupCommand.describe(error))): "
+                    + "new events may take sequences a backend has already read"
+            )
+        }
     }
 
     /// The backup's manifest, checked: the file is the one backed up, for this kind of database, and the data keys

@@ -13,6 +13,8 @@ struct Undone {
     var unknownBecause: String?
     /// The signing keys in the replaced database that the backup lacks.
     var signingKeysSince: [String] = []
+    /// The replaced database's last lifecycle event sequence, which the restored one continues after.
+    var lastEventSequence: Int64?
 
     /// One audit event as the file keeps it: ids and codes only, as the audit log does.
     struct Event: Codable, Equatable {
@@ -83,8 +85,9 @@ struct Undone {
                 cursor = page.next
             } while cursor != nil
             let keys = try await store.signingKeys().map(\.kid).filter { !manifest.signingKeys.contains($0) }
+            let sequence = try await store.lastLifecycleEventSequence()
             await store.shutdown()
-            return Undone(events: events.reversed(), signingKeysSince: keys)
+            return Undone(events: events.reversed(), signingKeysSince: keys, lastEventSequence: sequence)
         } catch {
             await store.shutdown()
             return Undone(unknownBecause: "the replaced database's audit log could not be read (\(error.reason))")

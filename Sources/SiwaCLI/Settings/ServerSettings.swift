@@ -164,6 +164,7 @@ struct ServerSettings {
             \.lifecycle.refuseRefreshWhenAppleUnavailable
         )
         server.housekeeping.auditRetention = Double(try source.value(\.lifecycle.auditRetentionDays)) * 86_400
+        server.housekeeping.eventRetention = Double(try source.value(\.lifecycle.eventRetentionDays)) * 86_400
 
         try loadWebSettings(into: &server, from: source)
         try loadCompatibilitySettings(into: &server, from: source)

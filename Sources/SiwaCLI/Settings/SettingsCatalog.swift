@@ -662,6 +662,14 @@ struct SettingsCatalog: Sendable {
             range: 1...3650,
             meaning: "Days the audit log keeps an event; housekeeping purges older ones."
         )
+        let eventRetentionDays = Setting.wholeNumber(
+            "eventRetentionDays",
+            "SIWA_EVENT_RETENTION_DAYS",
+            type: "days",
+            default: Int(SettingsCatalog.library.housekeeping.eventRetention / 86_400),
+            range: 1...365,
+            meaning: "Days the events feed keeps a lifecycle event; housekeeping purges older ones."
+        )
     }
 
     struct ClientContracts: SettingsSection {
