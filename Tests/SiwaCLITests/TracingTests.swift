@@ -54,9 +54,17 @@ struct TracingTests {
         }
         let stages = trace.filter(isInsideRequest)
         let verification = try #require(stages.first { $0.name == "verify identity token" }, "\(stages.map(\.name))")
-        let keys = try #require(stages.first { $0.name == "GET /auth/keys" }, "\(stages.map(\.name))")
-        #expect(keys.parentSpanID == verification.spanID, "the key set was fetched to verify the token")
-        #expect(keys.kind == 3 && keys.attributes["http.response.status_code"] == "200")
+        // A fetch that the emulator, in this busy process, answered too late is retried, each attempt a span of its
+        // own: the one that answered is the key set the token was verified with.
+        let keyFetches = stages.filter { $0.name == "GET /auth/keys" }
+        let keys = try #require(
+            keyFetches.first { $0.attributes["http.response.status_code"] == "200" },
+            "\(stages.map(\.name))"
+        )
+        #expect(
+            keyFetches.allSatisfy { $0.parentSpanID == verification.spanID && $0.kind == 3 },
+            "the key set was fetched to verify the token"
+        )
         let store = stages.filter { $0.name.hasPrefix("store ") }
         #expect(store.contains { $0.name == "store signIn" && $0.attributes["db.operation.name"] == "signIn" })
         let exchange = try #require(stages.first { $0.name == "POST /auth/token" }, "\(stages.map(\.name))")
@@ -64,7 +72,10 @@ struct TracingTests {
 
         // Apple was told the trace: each call carried the traceparent of its own span.
         #expect(run.appleSaw["/auth/token"] == ["00-\(callerTrace)-\(exchange.spanID)-01"])
-        #expect(run.appleSaw["/auth/keys"] == ["00-\(callerTrace)-\(keys.spanID)-01"])
+        let attempts = Set(keyFetches.map { "00-\(callerTrace)-\($0.spanID)-01" })
+        let sawKeys = run.appleSaw["/auth/keys"] ?? []
+        #expect(sawKeys.contains("00-\(callerTrace)-\(keys.spanID)-01"), "\(sawKeys)")
+        #expect(sawKeys.allSatisfy(attempts.contains), "every fetch Apple saw is one of the sign-in's: \(sawKeys)")
 
         // No span carries a credential or an e-mail address, in its name or any attribute.
         for span in run.spans {
