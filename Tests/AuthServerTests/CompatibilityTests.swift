@@ -261,6 +261,61 @@ struct CompatibilityTests {
         }
     }
 
+    /// ServiceStack signs out by GET (`/auth/logout`, `/auth?provider=logout`), and the cookies are `SameSite=Lax`:
+    /// a link or a redirect on another site's page would send them. A GET the browser marks as another site's, or that
+    /// names another origin, signs nobody out; ServiceStack's own clients, which send none of those, and this site's
+    /// pages do.
+    @Test func aSignOutByGetFromAnotherSiteEndsNothing() async throws {
+        try await ServerHarness.run(configuration: Self.configuration()) { harness in
+            func signedIn(_ email: String) async throws -> String {
+                let credential = try await harness.appleCredential(email)
+                let token = try #require(credential["identityToken"] as? String)
+                let signIn = try await Self.send(
+                    harness,
+                    .post,
+                    "/auth/apple",
+                    body: try Self.jsonText(["provider": "apple", "accessToken": token, "useTokenCookie": true])
+                )
+                return try #require(Self.cookies(signIn.headers)["ss-tok"])
+            }
+            func works(_ ssTok: String) async throws -> Bool {
+                try await Self.send(harness, .get, "/hello/secure", headers: [.cookie: "ss-tok=\(ssTok)"]).status == .ok
+            }
+            let secFetchSite = HTTPField.Name("Sec-Fetch-Site")!
+            let publicURL = Self.configuration().publicURL
+            for path in ["/auth/logout", "/auth?provider=logout", "/api/Authenticate?provider=logout"] {
+                let ssTok = try await signedIn("get-logout@example.com")
+                let attacks: [HTTPFields] = [
+                    [.cookie: "ss-tok=\(ssTok)", secFetchSite: "cross-site"],
+                    [.cookie: "ss-tok=\(ssTok)", secFetchSite: "same-site"],
+                    [.cookie: "ss-tok=\(ssTok)", secFetchSite: "cross-site", .referer: "https://evil.example/page"],
+                    [.cookie: "ss-tok=\(ssTok)", .referer: "https://evil.example/page"],
+                    [.cookie: "ss-tok=\(ssTok)", .origin: "https://evil.example"],
+                ]
+                for headers in attacks {
+                    let refused = try await Self.send(harness, .get, path, headers: headers)
+                    #expect(refused.status == .forbidden, "\(path) \(headers): \(refused.json)")
+                    #expect(try await works(ssTok), "GET \(path) from another site ended the session: \(headers)")
+                }
+                let fromThisSite = try await Self.send(
+                    harness,
+                    .get,
+                    path,
+                    headers: [
+                        .cookie: "ss-tok=\(ssTok)", secFetchSite: "same-origin", .referer: publicURL + "/account",
+                    ]
+                )
+                #expect(fromThisSite.status == .ok, "\(path): \(fromThisSite.json)")
+                #expect(try await works(ssTok) == false, "GET \(path) from this site signs out")
+
+                let client = try await signedIn("get-logout-client@example.com")
+                let byClient = try await Self.send(harness, .get, path, headers: [.cookie: "ss-tok=\(client)"])
+                #expect(byClient.status == .ok, "ServiceStack's client names no origin: \(byClient.json)")
+                #expect(try await works(client) == false, "GET \(path) by ServiceStack's client signs out")
+            }
+        }
+    }
+
     /// Tokens and ids carried from one server to the next one on the same store.
     final class Carried: @unchecked Sendable {
         // Written by the first server's run, read by the second's, which starts after the first has finished.

@@ -108,6 +108,16 @@ struct ServiceStackController: RouteProvider {
         )
     }
 
+    /// The GET routes that may sign out (`GET /auth/logout`, `GET /auth?provider=logout`): a link or a redirect on any
+    /// page sends the user's cookies with them, so a request by cookie that the browser marks as another site's, or
+    /// that names another origin, is refused; ServiceStack's clients, which name no origin, sign out. They spend, since
+    /// they may sign out.
+    var signOutByGet: RouteAccess {
+        var access = authenticateAccess.spending(.client)
+        access.originCheck = .anyCookieAlsoByGet
+        return access
+    }
+
     /// `GetAccessToken`'s: the refresh token in the body, or the `ss-reftok` cookie, which a request that names an
     /// origin must send from this site (ServiceStack's .NET client keeps the cookie and sends no `Origin`).
     static let getAccessTokenAccess = {
@@ -126,10 +136,10 @@ struct ServiceStackController: RouteProvider {
         // By GET, ServiceStack's clients ask for the current session (`client.Get(new Authenticate())`) or sign out
         // (`provider=logout`); they sign in by POST only. A GET's body is never read, and the route spends, since it
         // may sign out.
-        auth.get("", access: authenticate.spending(.client), use: self.authenticate)
-        auth.get("/logout", access: authenticate.spending(.client), use: logout)
+        auth.get("", access: signOutByGet, use: self.authenticate)
+        auth.get("/logout", access: signOutByGet, use: logout)
         routes.post("/api/Authenticate", access: authenticate, use: self.authenticate)
-        routes.get("/api/Authenticate", access: authenticate.spending(.client), use: self.authenticate)
+        routes.get("/api/Authenticate", access: signOutByGet, use: self.authenticate)
         routes.post("/json/reply/Authenticate", access: authenticate, use: self.authenticate)
         for path in ["/api/GetAccessToken", "/access-token", "/json/reply/GetAccessToken"] {
             routes.post(path, access: Self.getAccessTokenAccess, use: getAccessToken)

@@ -37,6 +37,25 @@ public enum CSRFCheck {
         try verify(request, configuration: configuration)
     }
 
+    /// The lenient form that also reads what the browser says of the request's site: a request it marks as another
+    /// site's (`Sec-Fetch-Site: cross-site` or `same-site`: a link, a redirect or a form on another page) must name
+    /// this site or an allowed one (`Origin`, else `Referer`), as in ``verify(_:configuration:)``; a request that
+    /// names an origin must name such a site; a request with none of these (a non-browser client) passes.
+    /// - Throws: ``AuthServerError`` 403 `csrf_check_failed`.
+    public static func refuseAnotherSite(
+        _ request: Request,
+        configuration: AuthServerConfiguration
+    ) throws(AuthServerError) {
+        if let site = request.headers[secFetchSite]?.lowercased(), site == "cross-site" || site == "same-site" {
+            return try verify(request, configuration: configuration)
+        }
+        try refuseForeignOrigin(request, configuration: configuration)
+    }
+
+    /// `Sec-Fetch-Site`: where the browser says the request comes from (`same-origin`, `same-site`, `cross-site`,
+    /// `none` for a URL the user typed).
+    static let secFetchSite = HTTPField.Name("Sec-Fetch-Site")!
+
     /// Whether `origin` (serialized) is this site's or an allowed one.
     static func isAllowed(_ origin: String, _ configuration: AuthServerConfiguration) -> Bool {
         if origin == ReturnURLPolicy.origin(of: configuration.publicURL) { return true }

@@ -63,8 +63,8 @@ struct RouteAccess: Sendable, CustomStringConvertible {
     }
 
     /// When the guard checks that a request comes from this site. Requests by GET or HEAD change nothing and are
-    /// never checked; but for ``always``, a bearer token on a route that reads one needs no check (a browser never
-    /// adds one on its own).
+    /// not checked, but on a route that signs out by GET (``anyCookieAlsoByGet``); but for ``always``, a bearer token
+    /// on a route that reads one needs no check (a browser never adds one on its own).
     enum OriginCheck: Sendable, CustomStringConvertible {
         /// Never: the route reads only, or signs in and checks its own lenient way.
         case never
@@ -80,6 +80,11 @@ struct RouteAccess: Sendable, CustomStringConvertible {
         /// for a contract whose non-browser clients keep its cookies and send no `Origin`. Browsers send `Origin`
         /// with every cross-site POST, so another site's form is refused all the same.
         case anyCookieNamingAnOrigin
+        /// As ``anyCookieNamingAnOrigin``, by GET too, and a request the browser marks as another site's
+        /// (`Sec-Fetch-Site: cross-site` or `same-site`) must name this site or an allowed one: for a contract that
+        /// signs out by GET (ServiceStack's `GET /auth/logout`), which a link or a redirect on any page would
+        /// otherwise send with the user's cookies (they are `SameSite=Lax`, sent on a top-level navigation).
+        case anyCookieAlsoByGet
         /// When `applies` says the request asks for a state change by cookie that another site must not ask for (a
         /// form confirming a sign-out, a contract's logout call); `what` names it in the table of who may call what.
         /// It may read the body, which the handler then reads from memory.
@@ -105,6 +110,8 @@ struct RouteAccess: Sendable, CustomStringConvertible {
             case .always: "every request"
             case .anyCookie: "any session or refresh cookie"
             case .anyCookieNamingAnOrigin: "any session or refresh cookie, when the request names an origin"
+            case .anyCookieAlsoByGet:
+                "any session or refresh cookie, also by GET, when the request names an origin or comes from another site"
             case .when(let what, _): what
             }
         }
@@ -191,8 +198,14 @@ struct RouteAccess: Sendable, CustomStringConvertible {
     var checksOriginFirst: Bool {
         switch originCheck {
         case .never, .sessionCookie: false
-        case .always, .anyCookie, .anyCookieNamingAnOrigin, .when: true
+        case .always, .anyCookie, .anyCookieNamingAnOrigin, .anyCookieAlsoByGet, .when: true
         }
+    }
+
+    /// Whether the guard checks the origin of a request by GET or HEAD too.
+    var checksOriginOfGet: Bool {
+        if case .anyCookieAlsoByGet = originCheck { return true }
+        return false
     }
 
     /// Whether the guard reads an access token for this route at all.

@@ -39,7 +39,7 @@ struct RouteGuard: Sendable {
             return try access.refusal.answer(.adminNetworkRefused, request)
         }
         var request = request
-        if access.checksOriginFirst, request.method != .get, request.method != .head {
+        if access.checksOriginFirst, access.checksOriginOfGet || (request.method != .get && request.method != .head) {
             do {
                 try await checkOrigin(&request, access: access)
             } catch let error as AuthServerError {
@@ -116,11 +116,14 @@ struct RouteGuard: Sendable {
             return
         case .always:
             break
-        case .anyCookie, .anyCookieNamingAnOrigin:
+        case .anyCookie, .anyCookieNamingAnOrigin, .anyCookieAlsoByGet:
             let cookies = request.cookies
             guard !bearer, credentialCookieNames.contains(where: { cookies[$0] != nil }) else { return }
             if case .anyCookieNamingAnOrigin = access.originCheck {
                 return try CSRFCheck.refuseForeignOrigin(request, configuration: configuration)
+            }
+            if case .anyCookieAlsoByGet = access.originCheck {
+                return try CSRFCheck.refuseAnotherSite(request, configuration: configuration)
             }
         case .when(_, let applies):
             guard !bearer, try await applies(&request) else { return }
