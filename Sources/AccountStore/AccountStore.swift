@@ -462,8 +462,84 @@ public protocol AccountStore: Sendable {
     /// several instances write at once.
     func lifecycleEvents(after: Int64?, limit: Int) async throws(StoreError) -> [LifecycleEvent]
 
-    /// Deletes the lifecycle events that happened before `before`; returns how many.
+    /// Deletes the lifecycle events that happened before `before`, except those a pending webhook delivery still
+    /// needs, with the finished deliveries (and their attempts) queued before it; returns how many events.
     func purgeLifecycleEvents(before: Date) async throws(StoreError) -> Int
+
+    // MARK: Webhook deliveries
+
+    /// Queues for the endpoint `endpoint` one delivery of each event of `types` after the endpoint's cursor, examining
+    /// at most `limit` events, and moves the cursor past the events examined. An endpoint seen for the first time
+    /// starts at the last event: it hears what happens from now on. Safe from several instances at once (each event
+    /// is queued once per endpoint).
+    /// - Parameters:
+    ///   - endpoint: The endpoint's configured name.
+    ///   - types: The event types it subscribes to.
+    ///   - limit: The most events examined.
+    ///   - now: The queueing time.
+    /// - Returns: How many deliveries were queued, and whether events remain after the ones examined.
+    func queueWebhookDeliveries(
+        endpoint: String,
+        types: Set<LifecycleEventType>,
+        limit: Int,
+        now: Date
+    ) async throws(StoreError) -> (queued: Int, more: Bool)
+
+    /// Claims up to `limit` of the endpoint's deliveries that are due: pending, due at or before `now`, not claimed by
+    /// an instance whose claim still lasts, and the earliest pending delivery of their account. No other call claims
+    /// them again before `until` (on PostgreSQL, concurrent claims skip each other's rows).
+    /// - Parameters:
+    ///   - endpoint: The endpoint's configured name.
+    ///   - limit: The most deliveries claimed.
+    ///   - now: The claiming time.
+    ///   - until: When the claim lapses if no attempt is recorded (an instance that died mid-attempt).
+    /// - Returns: The claimed deliveries in event order.
+    func claimWebhookDeliveries(
+        endpoint: String,
+        limit: Int,
+        now: Date,
+        until: Date
+    ) async throws(StoreError) -> [WebhookDelivery]
+
+    /// Records an attempt of a delivery and what follows it, ends its claim, and keeps the endpoint's failing time
+    /// (set by a failure when unset, cleared by a success).
+    /// - Parameters:
+    ///   - id: The delivery.
+    ///   - attempt: How the attempt went.
+    ///   - next: Delivered, retried at a time, or given up.
+    /// - Returns: Whether the delivery exists.
+    @discardableResult
+    func recordWebhookAttempt(
+        _ id: UUID,
+        _ attempt: WebhookAttempt,
+        next: WebhookAttemptNext
+    ) async throws(StoreError) -> Bool
+
+    /// The endpoint's deliveries, latest event first, with the given state (`nil`: any), of events before the
+    /// sequence `before` (`nil`: the latest), at most `limit`.
+    func webhookDeliveries(
+        endpoint: String,
+        state: WebhookDeliveryState?,
+        before: Int64?,
+        limit: Int
+    ) async throws(StoreError) -> [WebhookDelivery]
+
+    /// One delivery and its attempts, oldest first; `nil` for no such delivery.
+    func webhookDelivery(
+        _ id: UUID
+    ) async throws(StoreError) -> (delivery: WebhookDelivery, attempts: [WebhookAttempt])?
+
+    /// Makes a delivery pending again, due at `now` (an operator's redelivery); returns whether it exists.
+    @discardableResult
+    func redeliverWebhook(_ id: UUID, now: Date) async throws(StoreError) -> Bool
+
+    /// The state of every endpoint the store has queued for, by name.
+    func webhookEndpoints() async throws(StoreError) -> [WebhookEndpointState]
+
+    /// Disables or enables an endpoint the store knows; returns whether it knows it. Enabling clears its failing
+    /// time.
+    @discardableResult
+    func setWebhookEndpoint(_ name: String, disabled: Bool, now: Date) async throws(StoreError) -> Bool
 }
 
 extension AccountStore {

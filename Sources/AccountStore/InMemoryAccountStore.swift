@@ -48,8 +48,11 @@ public actor InMemoryAccountStore: AccountStore {
     /// The counts of settled days, as ``auditEventCounts(from:until:types:now:)`` first counted them.
     var countedDays: [Int64: [AuditEventCount]] = [:]
     /// The lifecycle events, in sequence order.
-    private var lifecycleLog: [LifecycleEvent] = []
-    private var lastEventSequence: Int64 = 0
+    var lifecycleLog: [LifecycleEvent] = []
+    var lastEventSequence: Int64 = 0
+    /// Webhook deliveries in the order they were queued (``InMemoryAccountStore+Webhooks.swift``).
+    var webhookQueue: [StoredWebhookDelivery] = []
+    var webhookEndpointsByName: [String: WebhookEndpointState] = [:]
 
     public init() {}
 
@@ -784,8 +787,10 @@ public actor InMemoryAccountStore: AccountStore {
 
     public func purgeLifecycleEvents(before: Date) throws(StoreError) -> Int {
         try checkAvailable()
+        let needed = Set(webhookQueue.lazy.filter { $0.state == .pending }.map(\.sequence))
         let count = lifecycleLog.count
-        lifecycleLog.removeAll { $0.time < before }
+        lifecycleLog.removeAll { $0.time < before && !needed.contains($0.sequence) }
+        webhookQueue.removeAll { $0.state != .pending && $0.createdAt < before }
         return count - lifecycleLog.count
     }
 

@@ -133,7 +133,23 @@ extension SQLAccountStore {
 
     public func purgeLifecycleEvents(before: Date) async throws(StoreError) -> Int {
         let cutoff = try SQLValue.milliseconds(before)
-        return try await purge("lifecycle_events", key: "sequence", where: "occurred_at < \(bind: cutoff)")
+        let finished: SQLQueryString = "state <> 'pending' AND created_at < \(bind: cutoff)"
+        _ = try await purge(
+            "webhook_attempts",
+            key: "delivery_id, number",
+            where: "delivery_id IN (SELECT id FROM webhook_deliveries WHERE \(finished))"
+        )
+        _ = try await purge("webhook_deliveries", key: "id", where: finished)
+        return try await purge(
+            "lifecycle_events",
+            key: "sequence",
+            where: """
+                occurred_at < \(bind: cutoff) AND NOT EXISTS (
+                    SELECT 1 FROM webhook_deliveries d
+                    WHERE d.event_sequence = lifecycle_events.sequence AND d.state = 'pending'
+                )
+                """
+        )
     }
 }
 

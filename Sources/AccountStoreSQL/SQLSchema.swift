@@ -396,6 +396,60 @@ enum SQLSchema {
                 "INSERT INTO lifecycle_event_sequence (id, last) VALUES (1, 0)",
             ]
         ),
+        // Deliveries name their event by sequence and read it when sent, so that a deleted account's blanked values
+        // reach pending deliveries too; the endpoints themselves are configuration, only their progress is here.
+        Migration(
+            version: 14,
+            release: "0.4.0",
+            summary:
+                "Webhook deliveries of the lifecycle events (webhook_endpoints, each endpoint's cursor and failing "
+                + "state; webhook_deliveries; webhook_attempts).",
+            statements: [
+                """
+                CREATE TABLE webhook_endpoints (
+                    name TEXT NOT NULL PRIMARY KEY,
+                    after_sequence BIGINT NOT NULL,
+                    created_at BIGINT NOT NULL,
+                    failing_since BIGINT,
+                    disabled_at BIGINT
+                )
+                """,
+                """
+                CREATE TABLE webhook_deliveries (
+                    id TEXT NOT NULL PRIMARY KEY,
+                    endpoint TEXT NOT NULL,
+                    event_sequence BIGINT NOT NULL,
+                    user_id TEXT NOT NULL,
+                    state TEXT NOT NULL,
+                    attempts INTEGER NOT NULL,
+                    created_at BIGINT NOT NULL,
+                    next_attempt_at BIGINT,
+                    claimed_until BIGINT,
+                    last_attempt_at BIGINT,
+                    last_status INTEGER,
+                    last_error TEXT,
+                    delivered_at BIGINT,
+                    UNIQUE (endpoint, event_sequence)
+                )
+                """,
+                "CREATE INDEX webhook_deliveries_due ON webhook_deliveries (endpoint, state, next_attempt_at)",
+                """
+                CREATE INDEX webhook_deliveries_by_user ON webhook_deliveries (endpoint, user_id, state, event_sequence)
+                """,
+                "CREATE INDEX webhook_deliveries_by_event ON webhook_deliveries (event_sequence)",
+                """
+                CREATE TABLE webhook_attempts (
+                    delivery_id TEXT NOT NULL,
+                    number INTEGER NOT NULL,
+                    attempted_at BIGINT NOT NULL,
+                    status INTEGER,
+                    error TEXT,
+                    duration_ms BIGINT NOT NULL,
+                    PRIMARY KEY (delivery_id, number)
+                )
+                """,
+            ]
+        ),
     ]
 
     /// Every table the migrations create (and the version table), PostgreSQL's `shared_counts` included; a test
@@ -405,7 +459,7 @@ enum SQLSchema {
         "account_deletions", "apple_revocations", "apple_notifications", "web_flow_states", "user_transfers",
         "audit_events", "audit_daily_counts", "audit_counted_days", "admin_grants", "authorization_codes",
         "client_consents", "shared_counts", "admin_tokens", "client_redirect_consents", "lifecycle_events",
-        "lifecycle_event_sequence",
+        "lifecycle_event_sequence", "webhook_endpoints", "webhook_deliveries", "webhook_attempts",
     ]
 
     /// The functions the migrations create (PostgreSQL's announcement trigger's).

@@ -93,7 +93,7 @@ public enum AccountStoreConformance {
             Check("a signing key retires the current one; kids are unique", signingKeysRotate),
             Check("ping succeeds", pingSucceeds),
         ] + lifecycleChecks + transferChecks + operatorChecks + sealedDataChecks + consoleChecks + adminTokenChecks
-        + authorizationCodeChecks + lifecycleEventChecks
+        + authorizationCodeChecks + lifecycleEventChecks + webhookChecks
 
     // MARK: Accounts
 

@@ -323,6 +323,59 @@ private struct AuditFailingStore: AccountStore {
         try await base.purgeLifecycleEvents(before: before)
     }
 
+    func queueWebhookDeliveries(
+        endpoint: String,
+        types: Set<LifecycleEventType>,
+        limit: Int,
+        now: Date
+    ) async throws(StoreError) -> (queued: Int, more: Bool) {
+        try await base.queueWebhookDeliveries(endpoint: endpoint, types: types, limit: limit, now: now)
+    }
+
+    func claimWebhookDeliveries(
+        endpoint: String,
+        limit: Int,
+        now: Date,
+        until: Date
+    ) async throws(StoreError) -> [WebhookDelivery] {
+        try await base.claimWebhookDeliveries(endpoint: endpoint, limit: limit, now: now, until: until)
+    }
+
+    func recordWebhookAttempt(
+        _ id: UUID,
+        _ attempt: WebhookAttempt,
+        next: WebhookAttemptNext
+    ) async throws(StoreError) -> Bool {
+        try await base.recordWebhookAttempt(id, attempt, next: next)
+    }
+
+    func webhookDeliveries(
+        endpoint: String,
+        state: WebhookDeliveryState?,
+        before: Int64?,
+        limit: Int
+    ) async throws(StoreError) -> [WebhookDelivery] {
+        try await base.webhookDeliveries(endpoint: endpoint, state: state, before: before, limit: limit)
+    }
+
+    func webhookDelivery(
+        _ id: UUID
+    ) async throws(StoreError) -> (delivery: WebhookDelivery, attempts: [WebhookAttempt])? {
+        try await base.webhookDelivery(id)
+    }
+
+    func redeliverWebhook(_ id: UUID, now: Date) async throws(StoreError) -> Bool {
+        try await base.redeliverWebhook(id, now: now)
+    }
+
+    func webhookEndpoints() async throws(StoreError) -> [WebhookEndpointState] {
+        try await base.webhookEndpoints()
+    }
+
+    func setWebhookEndpoint(_ name: String, disabled: Bool, now: Date) async throws(StoreError) -> Bool {
+        try await base.setWebhookEndpoint(name, disabled: disabled, now: now)
+    }
+
     func purgeAuditEvents(before: Date) async throws(StoreError) -> Int {
         try await base.purgeAuditEvents(before: before)
     }
