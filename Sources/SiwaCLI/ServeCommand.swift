@@ -71,6 +71,7 @@ struct ServeCommand: AsyncParsableCommand {
             logger.warning("\(warning.setting): \(warning.message)", metadata: ["found-by": "siwa doctor"])
         }
         DescriptorLimit.apply(to: &settings.server.connections, logger: logger)
+        settings.server.webhooks.transport = HTTPWebhookTransport()
         // Once per process, and before the first call to Apple: the tracer is the process's `InstrumentationSystem`.
         let tracing: (any Service)?
         do {
@@ -105,7 +106,7 @@ struct ServeCommand: AsyncParsableCommand {
         // Serve refuses only data it needs at once (a signing key that does not open, above); an Apple refresh token
         // sealed under a key the ring lacks fails only when that account is revoked. Doctor's census names those, and
         // serve logs the same findings, counted while it already answers.
-        let census = Task {
+        let census = Task { [settings] in
             await Self.logSealedDataCensus(settings, store: store.store, logger: logger)
         }
         // The census reads the store: it ends before the store closes, whether the server stopped or failed.

@@ -7,8 +7,8 @@ import ServiceLifecycle
 extension AppServices {
     /// Every service that runs beside the HTTP server, assembled in this one place: the store refresher (revoked
     /// sessions, signing keys, users), the account lifecycle's (Apple's queued revocations, consent checks), the
-    /// shared limits' reconciliation, the data keys' and the TLS certificate's reloads, the metrics listener and the
-    /// housekeeping.
+    /// shared limits' reconciliation, the data keys' and the TLS certificate's reloads, the metrics listener, the
+    /// housekeeping and the webhook deliveries.
     /// - Parameters:
     ///   - tls: the certificate to reload, when the server answers https.
     ///   - guarding: the public routes' guard, which the metrics listener's routes share.
@@ -48,6 +48,18 @@ extension AppServices {
         services.append(
             Housekeeping(store: store, configuration: configuration.housekeeping, clock: clock, logger: logger)
         )
+        if let transport = configuration.webhooks.transport, !configuration.webhooks.endpoints.isEmpty {
+            services.append(
+                WebhookDeliverer(
+                    configuration: configuration.webhooks,
+                    transport: transport,
+                    store: store,
+                    clock: clock,
+                    metrics: metrics,
+                    logger: logger
+                )
+            )
+        }
         return (services, metricsDeclarations.all)
     }
 
@@ -62,7 +74,7 @@ extension AppServices {
         listener: MetricsListener,
         routes: PolicedRoutes
     ) -> some Service {
-        let (store, clock) = (self.store, self.clock)
+        let (store, clock, webhooks) = (self.store, self.clock, configuration.webhooks.endpoints)
         let dataKeyFile: String? =
             switch sealer.source {
             case .file(let path): path
@@ -71,7 +83,12 @@ extension AppServices {
         routes.router.add(middleware: NoSniffMiddleware())
         routes.get("/metrics", access: .open) { _, _ -> Response in
             // Read at each scrape rather than kept current: each is one cheap look, and a scrape a minute is enough.
-            await metrics.readOperationalGauges(store: store, dataKeyFile: dataKeyFile, now: clock.now)
+            await metrics.readOperationalGauges(
+                store: store,
+                dataKeyFile: dataKeyFile,
+                webhooks: webhooks,
+                now: clock.now
+            )
             return Response(
                 status: .ok,
                 headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8", .cacheControl: "no-store"],

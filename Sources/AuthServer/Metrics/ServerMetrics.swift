@@ -64,6 +64,14 @@ public final class ServerMetrics: Sendable {
     }
     private let sharedLimitsLocal: Gauge
     private let sharedLimitsFailures: Counter
+    private let webhookAttempts: LabeledMetrics<WebhookAttemptKey, Counter>
+    private let webhookPending: LabeledMetrics<String, Gauge>
+    private let webhookLag: LabeledMetrics<String, Gauge>
+
+    private struct WebhookAttemptKey: Hashable, Sendable {
+        var endpoint: String
+        var outcome: String
+    }
 
     private struct RequestKey: Hashable, Sendable {
         var method: String
@@ -243,6 +251,33 @@ public final class ServerMetrics: Sendable {
                 "Reconciliations of the shared limits, and identity-token counts, the database did not answer."
             )
         )
+        // Endpoint names come from the configuration: a small, fixed set.
+        self.webhookAttempts = LabeledMetrics { key in
+            registry.makeCounter(
+                descriptor: Self.name(
+                    "webhook_attempts",
+                    "total",
+                    "Webhook attempts by endpoint and outcome (delivered, failed and retried, gave_up)."
+                ),
+                labels: [("endpoint", key.endpoint), ("outcome", key.outcome)]
+            )
+        }
+        self.webhookPending = LabeledMetrics { endpoint in
+            registry.makeGauge(
+                descriptor: Self.name("webhook_pending", "", "Webhook deliveries not yet delivered, by endpoint."),
+                labels: [("endpoint", endpoint)]
+            )
+        }
+        self.webhookLag = LabeledMetrics { endpoint in
+            registry.makeGauge(
+                descriptor: Self.name(
+                    "webhook_lag",
+                    "seconds",
+                    "Age of the oldest event an endpoint has not been delivered yet (0: none pending)."
+                ),
+                labels: [("endpoint", endpoint)]
+            )
+        }
     }
 
     /// One counter of `descriptor` per case of `Case`, labelled `label` with the case's raw value.
@@ -346,6 +381,17 @@ public final class ServerMetrics: Sendable {
     /// Counts a reconciliation or an identity-token count the database did not answer.
     func sharedLimitsFailed() {
         sharedLimitsFailures.increment()
+    }
+
+    /// Counts a webhook attempt.
+    func webhookAttempt(endpoint: String, outcome: String) {
+        webhookAttempts[WebhookAttemptKey(endpoint: endpoint, outcome: outcome)].increment()
+    }
+
+    /// Sets an endpoint's pending deliveries and the age of its oldest undelivered event.
+    func webhookBacklog(endpoint: String, pending: Int, lag: Double) {
+        webhookPending[endpoint].set(to: Double(pending))
+        webhookLag[endpoint].set(to: lag)
     }
 
     /// Every metric in Prometheus text exposition format (version 0.0.4).

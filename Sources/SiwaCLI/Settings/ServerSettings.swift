@@ -169,6 +169,16 @@ struct ServerSettings {
         try loadWebSettings(into: &server, from: source)
         try loadCompatibilitySettings(into: &server, from: source)
         if let clients = try source.given(\.openID.clients) { server.openID.clients = clients }
+        if let endpoints = try source.given(\.webhooks.endpoints) { server.webhooks.endpoints = endpoints }
+        server.webhooks.allowedNetworks = try source.value(\.webhooks.allowedNetworks)
+        server.webhooks.allowsPlainHTTPToLoopback = try source.value(\.webhooks.allowLoopbackHTTP)
+        server.webhooks.attemptTimeout = try source.value(\.webhooks.timeout)
+        server.webhooks.retryFor = Double(try source.value(\.webhooks.retryHours)) * 3_600
+        do throws(WebhookEndpointError) {
+            try server.webhooks.checkEndpoints()
+        } catch {
+            throw Problem(variable: "SIWA_WEBHOOKS_ENDPOINTS", fix: error.description)
+        }
 
         let apple: AppleSignInConfiguration?
         do {

@@ -32,6 +32,7 @@ struct SettingsCatalog: Sendable {
     let lifecycle = AccountLifecycle()
     let compatibility = ClientContracts()
     let openID = OpenIDProvider()
+    let webhooks = Webhooks()
     let tracing = Tracing()
 
     struct Server: SettingsSection {
@@ -729,6 +730,63 @@ struct SettingsCatalog: Sendable {
 }
 
 extension SettingsCatalog {
+    /// The webhooks to the app's backend (`docs/events.md`).
+    struct Webhooks: SettingsSection {
+        let title = "Webhooks"
+        private static let library = WebhookConfiguration()
+        let endpoints = Setting<[WebhookEndpoint]>(
+            key: "webhooks.endpoints",
+            variable: "SIWA_WEBHOOKS_ENDPOINTS",
+            type: "JSON",
+            isSecret: true,
+            meaning:
+                "The app backend's webhook endpoints (docs/events.md): a JSON array of {\"name\", \"url\", \"secrets\": "
+                + "[\"whsec_…\"] (two during a rotation), \"events\": [types, all when left out]}. It holds the "
+                + "secrets: usually SIWA_WEBHOOKS_ENDPOINTS_FILE names a file that holds it."
+        ) { text throws(SettingRefusal) in
+            do throws(WebhookEndpointError) {
+                return try WebhookEndpoint.list(json: text)
+            } catch {
+                throw .init(error.description)
+            }
+        }
+        let allowedNetworks = Setting.list(
+            "webhooks.allowedNetworks",
+            "SIWA_WEBHOOKS_ALLOWED_NETWORKS",
+            default: AddressRanges.none,
+            defaultText: "none",
+            meaning:
+                "Addresses or CIDR ranges a webhook may go to although they are loopback, private, link-local or "
+                + "reserved (an app backend on the operator's own network); every other such address is refused, "
+                + "checked for each address a name resolves to before each attempt."
+        ) { list throws(SettingRefusal) in
+            do throws(AddressRanges.Failure) { return try AddressRanges(list) } catch { throw .init(error.description) }
+        }
+        let allowLoopbackHTTP = Setting.flag(
+            "webhooks.allowLoopbackHTTP",
+            "SIWA_WEBHOOKS_ALLOW_LOOPBACK_HTTP",
+            default: Self.library.allowsPlainHTTPToLoopback,
+            meaning: "Development only: allow http:// endpoints on 127.0.0.1 or [::1]; every other endpoint is https."
+        )
+        let timeout = Setting.duration(
+            "webhooks.timeout",
+            "SIWA_WEBHOOKS_TIMEOUT",
+            default: Self.library.attemptTimeout,
+            range: 1...60,
+            meaning: "The most one attempt may take, connecting included; a slower answer counts as a failure."
+        )
+        let retryHours = Setting.wholeNumber(
+            "webhooks.retryHours",
+            "SIWA_WEBHOOKS_RETRY_HOURS",
+            type: "hours",
+            default: Int(Self.library.retryFor / 3_600),
+            range: 1...720,
+            meaning:
+                "Hours a delivery is retried (waits from 5 s doubling to an hour, with jitter) before it is given up; "
+                + "an operator can still redeliver it."
+        )
+    }
+
     /// Where `siwa serve` sends its traces; the endpoint alone turns tracing on (``TracingSettings``).
     struct Tracing: SettingsSection {
         let title = "Tracing"

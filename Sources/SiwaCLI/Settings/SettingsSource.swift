@@ -87,8 +87,8 @@ struct SettingsSource: Sendable {
                 throw ServerSettings.Problem(variable: "--config", fix: "cannot read \(file)")
             }
             do {
-                // A JSON file's `oidc.clients` is an array of objects, which the file provider cannot read: such a
-                // file is read here instead, with `oidc.clients` as its JSON text.
+                // A JSON file's `oidc.clients` or `webhooks.endpoints` is an array of objects, which the file
+                // provider cannot read: such a file is read here instead, with the array as its JSON text.
                 let provider: any ConfigProvider
                 let keys: [String]
                 if file.lowercased().hasSuffix(".json"), let read = try jsonWithClients(file) {
@@ -187,28 +187,31 @@ struct SettingsSource: Sendable {
         return values
     }
 
-    /// A JSON file whose `oidc.clients` is an array or object, as a provider of its leaves (`oidc.clients` as its JSON
-    /// text; strings, numbers, booleans and arrays of strings as the file provider reads them) and its keys; `nil` for
-    /// any other file.
+    /// A JSON file whose `oidc.clients` or `webhooks.endpoints` is an array or object, as a provider of its leaves
+    /// (those two as their JSON text; strings, numbers, booleans and arrays of strings as the file provider reads
+    /// them) and its keys; `nil` for any other file.
     private static func jsonWithClients(_ file: String) throws -> (InMemoryProvider, [String])? {
         let data = try Data(contentsOf: URL(fileURLWithPath: file))
         let root = try JSONReader.parseObject(data)
-        guard let clients = root["oidc"]?["clients"] else { return nil }
-        switch clients {
-        case .array, .object: break
-        default: return nil
+        let object = try JSONSerialization.jsonObject(with: data) as? [String: Any]
+        // The settings whose value is JSON (`oidc.clients`, `webhooks.endpoints`), as their JSON text.
+        var jsonTexts: [String: String] = [:]
+        for key in Self.jsonValuedKeys {
+            let parts = key.split(separator: ".").map(String.init)
+            switch root[parts[0]]?[parts[1]] {
+            case .array, .object:
+                let value = (object?[parts[0]] as? [String: Any])?[parts[1]] ?? []
+                jsonTexts[key] = String(decoding: try JSONSerialization.data(withJSONObject: value), as: UTF8.self)
+            default: break
+            }
         }
-        let clientsText = try JSONSerialization.data(
-            withJSONObject: ((try JSONSerialization.jsonObject(with: data) as? [String: Any])?["oidc"] as? [String: Any])?[
-                "clients"
-            ] ?? []
-        )
+        guard !jsonTexts.isEmpty else { return nil }
         var values: [AbsoluteConfigKey: ConfigValue] = [:]
         func add(_ value: JSONValue, _ key: String) throws {
             let content: ConfigContent
             switch value {
-            case _ where key == "oidc.clients":
-                content = .string(String(decoding: clientsText, as: UTF8.self))
+            case _ where jsonTexts[key] != nil:
+                content = .string(jsonTexts[key] ?? "")
             case .object(let members):
                 for member in members { try add(member.value, key.isEmpty ? member.key : key + "." + member.key) }
                 return
@@ -231,6 +234,9 @@ struct SettingsSource: Sendable {
         try add(root, "")
         return (InMemoryProvider(name: file, values: values), values.keys.map { $0.components.joined(separator: ".") })
     }
+
+    /// The settings whose value is JSON, which a JSON configuration file may give as an array or object.
+    static let jsonValuedKeys = ["oidc.clients", "webhooks.endpoints"]
 
     /// The dotted leaf keys of a JSON file (`{"database": {"path": …}}` holds `database.path`).
     private static func jsonKeys(_ path: String) throws -> [String] {

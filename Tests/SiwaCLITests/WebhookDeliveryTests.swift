@@ -1,0 +1,233 @@
+import AccountStore
+import AccountStoreSQL
+import AppleSignIn
+import Crypto
+import Foundation
+import HTTPTypes
+import SiwaTesting
+import Testing
+
+@testable import SiwaCLI
+
+/// `siwa serve` with a webhook endpoint delivers the lifecycle events that another process writes to its database, to
+/// an app backend that verifies them with the Standard Webhooks reference library (PyPI's `standardwebhooks`): signed,
+/// in order, with the events feed's ids, retried through the backend's outage.
+@Suite("siwa serve delivers webhooks")
+struct WebhookDeliveryTests {
+    static let python = PythonClientScript.python
+    static let receiver = PythonClientScript("webhook_receiver.py")
+
+    let folder = try! TemporaryFolder("siwa-webhooks")
+
+    /// Waits up to 60 s for `check` to hold, every 100 ms.
+    private func eventually(_ check: () async throws -> Bool) async throws -> Bool {
+        for _ in 0..<600 {
+            if try await check() { return true }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        return false
+    }
+
+    private func received(_ log: String) -> [[String: Any]] {
+        guard let text = try? String(contentsOfFile: log, encoding: .utf8) else { return [] }
+        return text.split(separator: "\n").compactMap {
+            try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+        }
+    }
+
+    /// Starts the receiver; its port and its log.
+    private func startReceiver(
+        _ name: String,
+        secret: String,
+        failFirst: Int = 0,
+        redirectTo: String? = nil
+    ) async throws -> (process: ChildProcess, port: String, log: String) {
+        let portFile = folder.path + "/\(name).port"
+        let log = folder.path + "/\(name).jsonl"
+        let process = try ChildProcess(
+            try #require(Self.python),
+            arguments: [Self.receiver.path, secret, portFile, log, String(failFirst)] + (redirectTo.map { [$0] } ?? []),
+            stdout: folder.path + "/\(name).out",
+            stderr: folder.path + "/\(name).out"
+        )
+        guard try await eventually({ FileManager.default.fileExists(atPath: portFile) }) else {
+            process.terminate()
+            throw ReceiverDidNotStart()
+        }
+        return (process, try String(contentsOfFile: portFile, encoding: .utf8), log)
+    }
+
+    private struct ReceiverDidNotStart: Error {}
+
+    /// Standard Webhooks' headers for `body`, made here as the specification says (not with siwa's own code).
+    private static func signed(_ body: [UInt8], secret: String) -> HTTPFields {
+        let id = "evt_\(UUID().uuidString)"
+        let timestamp = String(Int(Date().timeIntervalSince1970))
+        let key = SymmetricKey(data: Data(base64Encoded: String(secret.dropFirst(6)))!)
+        let mac = HMAC<SHA256>.authenticationCode(for: Array("\(id).\(timestamp).".utf8) + body, using: key)
+        return [
+            HTTPField.Name("webhook-id")!: id, HTTPField.Name("webhook-timestamp")!: timestamp,
+            HTTPField.Name("webhook-signature")!: "v1," + Data(mac).base64EncodedString(),
+            .contentType: "application/json",
+        ]
+    }
+
+    private static func newSecret() -> String {
+        "whsec_" + Data((0..<32).map { _ in UInt8.random(in: 0...255) }).base64EncodedString()
+    }
+
+    /// The transport connects to the address siwa checked, not to whatever the URL's name resolves to, and follows
+    /// no redirect: a 302 is the answer, and the place it points to hears nothing.
+    @Test(.enabled(if: python != nil, "set SIWA_TEST_PYTHON (scripts/with-python-client does) to run the receiver"))
+    func theTransportConnectsToTheCheckedAddressAndFollowsNoRedirect() async throws {
+        let secret = Self.newSecret()
+        let target = try await startReceiver("target", secret: secret)
+        defer { target.process.terminate() }
+        let redirecting = try await startReceiver(
+            "redirecting",
+            secret: secret,
+            redirectTo: "http://127.0.0.1:\(target.port)/elsewhere"
+        )
+        defer { redirecting.process.terminate() }
+        let transport = HTTPWebhookTransport()
+        let body = Array(#"{"type":"user.deleted"}"#.utf8)
+        let headers = Self.signed(body, secret: secret)
+
+        // A name nobody resolves: the request reaches the pinned address all the same.
+        let pinned = try await transport.post(
+            body,
+            headers: headers,
+            to: URL(string: "http://hooks.example.invalid:\(target.port)/in")!,
+            connectingTo: "127.0.0.1",
+            timeout: .seconds(10)
+        )
+        #expect(pinned == 204)
+        #expect(received(target.log).count == 1)
+        #expect(received(target.log).first?["verified"] as? Bool == true)
+
+        let redirected = try await transport.post(
+            body,
+            headers: headers,
+            to: URL(string: "http://127.0.0.1:\(redirecting.port)/in")!,
+            connectingTo: "127.0.0.1",
+            timeout: .seconds(10)
+        )
+        #expect(redirected == 302)
+        #expect(received(redirecting.log).count == 1)
+        #expect(received(target.log).count == 1, "the redirect's target heard nothing more")
+
+        #expect(try await transport.addresses(of: "localhost", port: 443).contains("127.0.0.1"))
+        await #expect(throws: HTTPWebhookTransport.ResolutionFailed.self) {
+            try await transport.addresses(of: "no-such-host.invalid", port: 443)
+        }
+    }
+
+    /// A receiver that takes the connection and never answers costs one attempt's timeout, not more.
+    @Test func aReceiverThatNeverAnswersTimesOut() async throws {
+        let port = try freeLoopbackPort()
+        let silent = try RawSocketListener(port: port)
+        defer { silent.close() }
+        let started = ContinuousClock.now
+        await #expect(throws: (any Error).self) {
+            try await HTTPWebhookTransport().post(
+                [],
+                headers: [:],
+                to: URL(string: "http://127.0.0.1:\(port)/")!,
+                connectingTo: "127.0.0.1",
+                timeout: .seconds(1)
+            )
+        }
+        #expect(ContinuousClock.now - started < .seconds(10))
+    }
+
+    @Test(.enabled(if: python != nil, "set SIWA_TEST_PYTHON (scripts/with-python-client does) to run the receiver"))
+    func eventsArriveSignedInOrderThroughAnOutage() async throws {
+        let secret = "whsec_" + Data((0..<32).map { _ in UInt8.random(in: 0...255) }).base64EncodedString()
+        let portFile = folder.path + "/receiver.port"
+        let log = folder.path + "/received.jsonl"
+        let backend = try ChildProcess(
+            try #require(Self.python),
+            arguments: [Self.receiver.path, secret, portFile, log, "1"],
+            stdout: folder.path + "/receiver.out",
+            stderr: folder.path + "/receiver.out"
+        )
+        defer { backend.terminate() }
+        try #require(try await eventually { FileManager.default.fileExists(atPath: portFile) }, "no receiver")
+        let port = try String(contentsOfFile: portFile, encoding: .utf8)
+
+        let database = folder.path + "/siwa.sqlite"
+        let endpoints =
+            #"[{"name": "backend", "url": "http://127.0.0.1:"#
+            + port + #"/siwa-events?token=kept-out-of-logs", "secrets": [""# + secret
+            + #""], "events": ["user.created", "user.disabled", "user.deleted"]}]"#
+        let (server, _, serveLog) = try SiwaProcess.startServe(
+            in: folder,
+            settings: [
+                "SIWA_BUNDLE_IDS": "com.example.app",
+                "SIWA_DATABASE_PATH": database,
+                "SIWA_DATA_KEY_FILE": folder.path + "/siwa-data.key",
+                "SIWA_WEBHOOKS_ENDPOINTS": endpoints,
+                "SIWA_WEBHOOKS_ALLOW_LOOPBACK_HTTP": "true",
+                "SIWA_LOG_LEVEL": "debug",
+            ]
+        )
+        defer { server.terminate(signal: SIGTERM) }
+
+        try await withSQLiteStore(at: database) { store in
+            // The endpoint hears what happens once siwa has seen it: wait for that before anything happens.
+            let seen = try await eventually {
+                try await store.webhookEndpoints().contains { $0.name == "backend" }
+            }
+            try #require(seen, "siwa serve never queued for the endpoint: \(serveLog)")
+            let facts = AppleSignInFacts(
+                appleUserID: AppleUserID("001234.\(UUID().uuidString.lowercased()).1234"),
+                clientID: ClientID("com.example.app"),
+                email: "ada@example.com",
+                emailVerified: true,
+                givenName: "Ada"
+            )
+            let user = try await store.signIn(facts, now: Date()).user
+            let token = RefreshTokenRecord(
+                hash: Array(repeating: 7, count: 32),
+                sessionID: SessionID(),
+                userID: user.id,
+                issuedAt: Date(),
+                expiresAt: Date().addingTimeInterval(3_600)
+            )
+            try await store.createSession(firstToken: token, now: Date())
+            _ = try await store.disableUser(id: user.id, by: .operator, now: Date())
+
+            let delivered = try await eventually {
+                received(log).filter { $0["status"] as? Int == 204 }.count >= 2
+            }
+            let entries = received(log)
+            try #require(delivered, "received: \(entries)")
+            #expect(entries.allSatisfy { $0["verified"] as? Bool == true }, "\(entries)")
+            #expect(entries.allSatisfy { $0["content_type"] as? String == "application/json" })
+            #expect(entries.first?["status"] as? Int == 503, "the backend's outage")
+            let types = entries.compactMap { ($0["payload"] as? [String: Any])?["type"] as? String }
+            #expect(
+                types == ["user.created", "user.created", "user.disabled"],
+                "the failed first event is retried before the account's next one; session.ended is not subscribed"
+            )
+            let feed = try await store.lifecycleEvents(after: nil, limit: 10)
+            let created = try #require(feed.first { $0.type == .userCreated })
+            let disabled = try #require(feed.first { $0.type == .userDisabled })
+            #expect(
+                entries.map { $0["webhook_id"] as? String }
+                    == [created.id.lowercasedText, created.id.lowercasedText, disabled.id.lowercasedText],
+                "webhook-id is the event's id in the feed, the same on a retry"
+            )
+            let payload = try #require(entries.last?["payload"] as? [String: Any])
+            #expect((payload["data"] as? [String: Any])?["user_id"] as? String == user.id.description)
+            #expect(payload["sequence"] as? Int == Int(disabled.sequence))
+
+            let deliveries = try await store.webhookDeliveries(endpoint: "backend", state: nil, before: nil, limit: 10)
+            #expect(deliveries.map(\.state) == [.delivered, .delivered])
+            #expect(deliveries.map(\.attempts) == [1, 2])
+        }
+        let lines = (try? String(contentsOfFile: serveLog, encoding: .utf8)) ?? ""
+        #expect(lines.contains("a webhook attempt failed; it is retried"), "\(lines)")
+        #expect(!lines.contains("kept-out-of-logs") && !lines.contains(String(secret.dropFirst(6))))
+    }
+}
