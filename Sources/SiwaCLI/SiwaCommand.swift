@@ -17,7 +17,7 @@ public struct SiwaCommand: AsyncParsableCommand {
         subcommands: [
             DemoCommand.self, ServeCommand.self, EmulatorCommand.self, ClientSecretCommand.self, VerifyCommand.self,
             DoctorCommand.self, MigrateCommand.self, KeysCommand.self, UsersCommand.self, TransferCommand.self,
-            OIDCCommand.self, AdminCommand.self, BackupCommand.self, RestoreCommand.self,
+            OIDCCommand.self, AdminCommand.self, BackupCommand.self, RestoreCommand.self, WebhooksCommand.self,
         ]
     )
 

@@ -209,6 +209,42 @@ struct WebhookDelivererTests {
         #expect(times == [0, 5, 15, 35, 75, 155, 315, 635, 1_275, 2_555, 5_115])
     }
 
+    /// An endpoint that fails every attempt for longer than `disableAfter` is disabled, recorded and shown; its
+    /// deliveries wait until it is enabled.
+    @Test func anEndpointFailingTooLongIsDisabledUntilEnabled() async throws {
+        let transport = ScriptedTransport(statuses: [503, 503])
+        let health = WebhookHealth()
+        var deliverer = try deliverer("https://93.184.216.34/hook", transport, events: ["user.created"]) {
+            $0.disableAfter = 600
+        }
+        deliverer.health = health
+        deliverer.audit = AuditLog(store: store, clock: clock, logger: Logger(label: "test"))
+        await deliverer.deliverRound()
+        _ = try await twoEvents()
+        #expect(await deliverer.deliverRound() == 1)
+        clock.advance(by: 300)
+        #expect(await deliverer.deliverRound() == 1, "failing for 5 minutes: still enabled")
+        #expect(health.disabled.isEmpty)
+        clock.advance(by: 301)
+        #expect(await deliverer.deliverRound() == 0, "failing for over 10 minutes: disabled, nothing attempted")
+        #expect(health.disabled.map(\.name) == ["backend"])
+        #expect(transport.posts.count == 2)
+        let recorded = try await store.auditEvents(
+            AuditEventFilter(types: [.webhookEndpointDisabled]),
+            limit: 10,
+            after: nil
+        ).items
+        #expect(recorded.map(\.details["endpoint"]) == ["backend"])
+        #expect(recorded.first?.actor == .system)
+        let banner = try #require(AdminConsoleController.webhookBanner(health.disabled))
+        #expect(banner.contains("<code>backend</code>") && banner.contains("siwa webhooks enable"))
+
+        #expect(try await store.setWebhookEndpoint("backend", disabled: false, now: clock.now))
+        #expect(await deliverer.deliverRound() == 1, "enabled: its waiting delivery goes out")
+        #expect(health.disabled.isEmpty)
+        #expect(try await deliveries().first?.state == .delivered)
+    }
+
     @Test func theRetryWaitDoublesToItsCapWithJitterInItsUpperHalf() {
         let configuration = WebhookConfiguration()
         #expect(configuration.retryDelay(afterFailures: 1, draw: 1) == 5)

@@ -160,16 +160,16 @@ struct WebhookDeliveryTests {
             #"[{"name": "backend", "url": "http://127.0.0.1:"#
             + port + #"/siwa-events?token=kept-out-of-logs", "secrets": [""# + secret
             + #""], "events": ["user.created", "user.disabled", "user.deleted"]}]"#
+        let settings = [
+            "SIWA_BUNDLE_IDS": "com.example.app",
+            "SIWA_DATABASE_PATH": database,
+            "SIWA_DATA_KEY_FILE": folder.path + "/siwa-data.key",
+            "SIWA_WEBHOOKS_ENDPOINTS": endpoints,
+            "SIWA_WEBHOOKS_ALLOW_LOOPBACK_HTTP": "true",
+        ]
         let (server, _, serveLog) = try SiwaProcess.startServe(
             in: folder,
-            settings: [
-                "SIWA_BUNDLE_IDS": "com.example.app",
-                "SIWA_DATABASE_PATH": database,
-                "SIWA_DATA_KEY_FILE": folder.path + "/siwa-data.key",
-                "SIWA_WEBHOOKS_ENDPOINTS": endpoints,
-                "SIWA_WEBHOOKS_ALLOW_LOOPBACK_HTTP": "true",
-                "SIWA_LOG_LEVEL": "debug",
-            ]
+            settings: settings.merging(["SIWA_LOG_LEVEL": "debug"]) { $1 }
         )
         defer { server.terminate(signal: SIGTERM) }
 
@@ -225,6 +225,32 @@ struct WebhookDeliveryTests {
             let deliveries = try await store.webhookDeliveries(endpoint: "backend", state: nil, before: nil, limit: 10)
             #expect(deliveries.map(\.state) == [.delivered, .delivered])
             #expect(deliveries.map(\.attempts) == [1, 2])
+
+            // The operator's view, and a redelivery of the first event: it goes out again, with its id.
+            let listed = try await SiwaProcess.run(
+                ["webhooks", "list", "--deliveries", "5", "--json"],
+                environment: settings
+            )
+            #expect(listed.status == 0, "\(listed.stderr)")
+            let answer = try #require(
+                try JSONSerialization.jsonObject(with: Data(listed.stdout.utf8)) as? [String: Any],
+                "\(listed.stdout)"
+            )
+            let endpoint = try #require((answer["endpoints"] as? [[String: Any]])?.first)
+            #expect(endpoint["name"] as? String == "backend" && endpoint["pending"] as? Int == 0)
+            #expect(endpoint["url"] as? String == "http://127.0.0.1:\(port)/siwa-events", "never the query")
+            #expect((endpoint["deliveries"] as? [[String: Any]])?.count == 2)
+            #expect(!listed.stdout.contains(String(secret.dropFirst(6))) && !listed.stdout.contains("kept-out"))
+            let first = try #require(deliveries.last)
+            let redelivered = try await SiwaProcess.run(
+                ["webhooks", "redeliver", first.id.uuidString],
+                environment: settings
+            )
+            #expect(redelivered.status == 0, "\(redelivered.stderr)")
+            #expect(try await eventually { received(log).count >= 4 }, "\(received(log))")
+            #expect(received(log).last?["webhook_id"] as? String == created.id.lowercasedText)
+            let unknown = try await SiwaProcess.run(["webhooks", "enable", "nobody"], environment: settings)
+            #expect(unknown.status == 1 && unknown.stderr.contains("named 'nobody'"), "\(unknown.stderr)")
         }
         let lines = (try? String(contentsOfFile: serveLog, encoding: .utf8)) ?? ""
         #expect(lines.contains("a webhook attempt failed; it is retried"), "\(lines)")

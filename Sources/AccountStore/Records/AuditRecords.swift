@@ -58,6 +58,10 @@ public enum AuditEventType: String, Sendable, Hashable, CaseIterable, Codable {
     case adminTokenCreated = "admin_token_created"
     /// A service token of the admin API was revoked (details as ``adminTokenCreated``).
     case adminTokenRevoked = "admin_token_revoked"
+    /// A webhook endpoint was disabled for failing too long, by the system (details: `endpoint`, `failing_since`).
+    case webhookEndpointDisabled = "webhook_endpoint_disabled"
+    /// A disabled webhook endpoint was enabled again (details: `endpoint`).
+    case webhookEndpointEnabled = "webhook_endpoint_enabled"
 }
 
 /// Who did what an audit event records.

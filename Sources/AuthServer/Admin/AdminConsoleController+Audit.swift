@@ -241,6 +241,8 @@ extension AdminConsoleController {
         case .clientConsentGranted: "App allowed (OpenID consent)"
         case .adminTokenCreated: "Service token created"
         case .adminTokenRevoked: "Service token revoked"
+        case .webhookEndpointDisabled: "Webhook endpoint disabled"
+        case .webhookEndpointEnabled: "Webhook endpoint enabled"
         }
     }
 }

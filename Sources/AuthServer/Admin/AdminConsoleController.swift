@@ -17,6 +17,8 @@ struct AdminConsoleController: RouteProvider {
     let formTokens: FormToken
     let keys: Keys
     let clock: any WallClock
+    /// Which webhook endpoints are disabled: a banner on every page while one is.
+    var webhookHealth = WebhookHealth()
 
     /// What the console says of siwa's keys and Apple credentials: the overview's panel, and the banner on every
     /// page while Apple refuses siwa's client secret.
@@ -148,7 +150,7 @@ struct AdminConsoleController: RouteProvider {
             section: section,
             signedInAs: Self.name(admin),
             role: access.isConfigured(admin.subject) ? "admin (configuration)" : "admin (granted)",
-            banner: Self.appleBanner(keys.appleHealth.failing),
+            banner: Self.banners(keys.appleHealth.failing, webhookHealth.disabled),
             main: main
         )
         .response()
@@ -539,6 +541,27 @@ struct AdminConsoleController: RouteProvider {
             fail until it is fixed. Check <code>SIWA_KEY_ID</code> and the <code>.p8</code> key under Keys in the \
             Apple developer portal (a revoked key fails this way) and <code>SIWA_TEAM_ID</code>, then run \
             <code>siwa doctor --apple</code>.</p>
+            """
+    }
+
+    /// Every page's banners: Apple's refusal and disabled webhook endpoints; `nil` while neither.
+    static func banners(
+        _ apple: [AppleCredentialHealth.Refusal],
+        _ webhooks: [WebhookHealth.Disabled]
+    ) -> String? {
+        let banners = [appleBanner(apple), webhookBanner(webhooks)].compactMap { $0 }
+        return banners.isEmpty ? nil : banners.joined()
+    }
+
+    /// The banner of every page while a webhook endpoint is disabled for failing too long; `nil` otherwise.
+    static func webhookBanner(_ disabled: [WebhookHealth.Disabled]) -> String? {
+        guard !disabled.isEmpty else { return nil }
+        let names = disabled.map { "<code>\(HTMLPage.escape($0.name))</code> (since \(time($0.since)))" }
+            .joined(separator: ", ")
+        return """
+            <p class="notice error" id="webhooks-disabled" role="alert"><strong>Webhook endpoints disabled</strong>: \
+            \(names) failed every attempt for too long, and the app's backend hears no events from siwa. Their \
+            deliveries wait: fix the endpoint, then run <code>siwa webhooks enable NAME</code>.</p>
             """
     }
 

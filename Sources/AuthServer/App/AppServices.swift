@@ -31,6 +31,8 @@ struct AppServices: Sendable {
     let signIn: SignInService
     let lifecycle: AccountLifecycle
     let adminAccess: AdminAccess
+    /// Which webhook endpoints are disabled, for the console's banner; the deliverer keeps it current.
+    let webhookHealth = WebhookHealth()
 
     /// Makes every service, and fills the caches that must be current before the first request (revoked sessions,
     /// users).

@@ -56,7 +56,9 @@ extension AppServices {
                     store: store,
                     clock: clock,
                     metrics: metrics,
-                    logger: logger
+                    logger: logger,
+                    audit: sessions.audit,
+                    health: webhookHealth
                 )
             )
         }

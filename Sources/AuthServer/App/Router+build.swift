@@ -161,7 +161,8 @@ extension AppServices {
                     appleCredentialsConfigured: appleClient != nil,
                     sealer: sealer
                 ),
-                clock: clock
+                clock: clock,
+                webhookHealth: webhookHealth
             ),
         ]
     }

@@ -25,6 +25,9 @@ public struct WebhookConfiguration: Sendable {
     /// drawn between half of it and all of it so that instances and endpoints do not retry in step.
     public var firstRetryDelay: TimeInterval = 5
     public var longestRetryDelay: TimeInterval = 3_600
+    /// How long an endpoint may fail every attempt before it is disabled (`SIWA_WEBHOOKS_DISABLE_AFTER_HOURS`, 120);
+    /// `nil`: never. A disabled endpoint's deliveries wait until an operator enables it (`siwa webhooks enable`).
+    public var disableAfter: TimeInterval? = 120 * 3_600
     /// How often each endpoint's new events are looked for.
     public var pollInterval: Duration = .seconds(1)
     /// Deliveries claimed and attempted at once, per endpoint (each account's one at a time).

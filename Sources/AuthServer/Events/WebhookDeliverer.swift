@@ -25,6 +25,10 @@ struct WebhookDeliverer: Service {
     let clock: any WallClock
     let metrics: ServerMetrics?
     let logger: Logger
+    /// Records an endpoint's disabling (`nil`: not recorded).
+    var audit: AuditLog?
+    /// Told which endpoints are disabled after each round (`nil`: nobody asks).
+    var health: WebhookHealth?
     /// A number in 0...1 for each retry's wait (random in use).
     var draw: @Sendable () -> Double = { Double.random(in: 0...1) }
 
@@ -51,7 +55,7 @@ struct WebhookDeliverer: Service {
     func deliverRound() async -> Int {
         let disabled: Set<String>
         do {
-            disabled = Set(try await store.webhookEndpoints().filter { $0.disabledAt != nil }.map(\.name))
+            disabled = try await disableFailingEndpoints()
         } catch {
             logger.warning("reading the webhook endpoints failed", metadata: ["error": "\(error)"])
             return 0
@@ -73,6 +77,37 @@ struct WebhookDeliverer: Service {
             }
         }
         return attempts
+    }
+
+    /// Disables each configured endpoint whose every attempt has failed for ``WebhookConfiguration/disableAfter``,
+    /// recording it, and tells ``health``; returns the names of the disabled endpoints.
+    private func disableFailingEndpoints() async throws(StoreError) -> Set<String> {
+        var states = try await store.webhookEndpoints()
+        let now = clock.now
+        let configured = Set(configuration.endpoints.map(\.name))
+        var changed = false
+        if let limit = configuration.disableAfter {
+            for state in states where configured.contains(state.name) && state.disabledAt == nil {
+                guard let since = state.failingSince, now.timeIntervalSince(since) >= limit,
+                    try await store.setWebhookEndpoint(state.name, disabled: true, now: now)
+                else { continue }
+                changed = true
+                let failingSince = since.formatted(.iso8601)
+                logger.error(
+                    "disabled a webhook endpoint that failed every attempt too long (siwa webhooks enable)",
+                    metadata: ["endpoint": "\(state.name)", "failing_since": "\(failingSince)"]
+                )
+                await audit?.append(
+                    .webhookEndpointDisabled,
+                    actor: .system,
+                    reason: "failing",
+                    details: ["endpoint": state.name, "failing_since": failingSince]
+                )
+            }
+        }
+        if changed { states = try await store.webhookEndpoints() }
+        health?.update(states, configured: configuration.endpoints)
+        return Set(states.filter { $0.disabledAt != nil }.map(\.name))
     }
 
     /// Queues the endpoint's new events (all of them, in batches).

@@ -25,7 +25,8 @@ extension ServerMetrics {
                 webhookBacklog(
                     endpoint: endpoint.name,
                     pending: state?.pending ?? 0,
-                    lag: state?.oldestPendingEventAt.map { max(0, now.timeIntervalSince($0)) } ?? 0
+                    lag: state?.oldestPendingEventAt.map { max(0, now.timeIntervalSince($0)) } ?? 0,
+                    disabled: state?.disabledAt != nil
                 )
             }
         }

@@ -67,6 +67,7 @@ public final class ServerMetrics: Sendable {
     private let webhookAttempts: LabeledMetrics<WebhookAttemptKey, Counter>
     private let webhookPending: LabeledMetrics<String, Gauge>
     private let webhookLag: LabeledMetrics<String, Gauge>
+    private let webhookDisabled: LabeledMetrics<String, Gauge>
 
     private struct WebhookAttemptKey: Hashable, Sendable {
         var endpoint: String
@@ -278,6 +279,16 @@ public final class ServerMetrics: Sendable {
                 labels: [("endpoint", endpoint)]
             )
         }
+        self.webhookDisabled = LabeledMetrics { endpoint in
+            registry.makeGauge(
+                descriptor: Self.name(
+                    "webhook_endpoint_disabled",
+                    "",
+                    "1 while a webhook endpoint is disabled for failing too long, else 0."
+                ),
+                labels: [("endpoint", endpoint)]
+            )
+        }
     }
 
     /// One counter of `descriptor` per case of `Case`, labelled `label` with the case's raw value.
@@ -389,9 +400,10 @@ public final class ServerMetrics: Sendable {
     }
 
     /// Sets an endpoint's pending deliveries and the age of its oldest undelivered event.
-    func webhookBacklog(endpoint: String, pending: Int, lag: Double) {
+    func webhookBacklog(endpoint: String, pending: Int, lag: Double, disabled: Bool) {
         webhookPending[endpoint].set(to: Double(pending))
         webhookLag[endpoint].set(to: lag)
+        webhookDisabled[endpoint].set(to: disabled ? 1.0 : 0.0)
     }
 
     /// Every metric in Prometheus text exposition format (version 0.0.4).

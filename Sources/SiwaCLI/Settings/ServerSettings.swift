@@ -174,6 +174,8 @@ struct ServerSettings {
         server.webhooks.allowsPlainHTTPToLoopback = try source.value(\.webhooks.allowLoopbackHTTP)
         server.webhooks.attemptTimeout = try source.value(\.webhooks.timeout)
         server.webhooks.retryFor = Double(try source.value(\.webhooks.retryHours)) * 3_600
+        let disableAfter = try source.value(\.webhooks.disableAfterHours)
+        server.webhooks.disableAfter = disableAfter == 0 ? nil : Double(disableAfter) * 3_600
         do throws(WebhookEndpointError) {
             try server.webhooks.checkEndpoints()
         } catch {

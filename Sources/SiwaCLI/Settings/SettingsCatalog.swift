@@ -785,6 +785,17 @@ extension SettingsCatalog {
                 "Hours a delivery is retried (waits from 5 s doubling to an hour, with jitter) before it is given up; "
                 + "an operator can still redeliver it."
         )
+        let disableAfterHours = Setting.wholeNumber(
+            "webhooks.disableAfterHours",
+            "SIWA_WEBHOOKS_DISABLE_AFTER_HOURS",
+            type: "hours",
+            default: Int((Self.library.disableAfter ?? 0) / 3_600),
+            range: 0...8_760,
+            meaning:
+                "Hours an endpoint may fail every attempt before siwa disables it (an error in the log, the audit "
+                + "log's webhook_endpoint_disabled, siwa_webhook_endpoint_disabled 1, a banner in the console); its "
+                + "deliveries then wait for `siwa webhooks enable`. 0: never disabled."
+        )
     }
 
     /// Where `siwa serve` sends its traces; the endpoint alone turns tracing on (``TracingSettings``).
