@@ -41,6 +41,7 @@ struct AdminAPIController: RouteProvider {
         api.get("/audit", access: Self.reading, use: audit)
         api.get("/events", access: Self.reading, use: events)
         api.get("/stats", access: Self.reading, use: stats)
+        addWebhookRoutes(to: api)
     }
 
     // MARK: Reading

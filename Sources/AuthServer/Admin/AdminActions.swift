@@ -18,6 +18,9 @@ struct AdminActions: Sendable {
         AccountStatusService(store: store, clock: clock, logger: logger, audit: sessions.audit)
     }
 
+    /// The server's one audit log, for the actions recorded here.
+    var audit: AuditLog { sessions.audit }
+
     /// Ends the user's session `sessionID`, or all of them; returns those ended (recorded as ended by the admin).
     func endSessions(
         of user: UserRecord,

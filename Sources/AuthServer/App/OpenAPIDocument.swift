@@ -3894,6 +3894,307 @@ enum OpenAPIDocument {
           }
         }
       }
+    },
+    "/admin/api/webhooks": {
+      "get": {
+        "operationId": "adminWebhookEndpoints",
+        "tags": [
+          "admin"
+        ],
+        "x-siwa-condition": "always registered; answers only an account with the admin role (SIWA_ADMIN_USERS or `siwa users grant-admin`)",
+        "summary": "The webhook endpoints and where their deliveries stand",
+        "description": "Every endpoint of `SIWA_WEBHOOKS_ENDPOINTS` (its URL without the query, never a secret), with its pending deliveries, its lag, since when it fails and whether siwa disabled it.",
+        "security": [
+          {
+            "adminBearer": []
+          },
+          {
+            "adminServiceToken": []
+          }
+        ],
+        "responses": {
+          "200": {
+            "description": "The endpoints, in configuration order.",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/WebhookEndpointList"
+                }
+              }
+            }
+          },
+          "401": {
+            "$ref": "#/components/responses/Unauthorized"
+          },
+          "403": {
+            "$ref": "#/components/responses/Forbidden"
+          },
+          "503": {
+            "$ref": "#/components/responses/Unavailable"
+          }
+        }
+      }
+    },
+    "/admin/api/webhooks/{name}/deliveries": {
+      "get": {
+        "operationId": "adminWebhookDeliveries",
+        "tags": [
+          "admin"
+        ],
+        "x-siwa-condition": "always registered; answers only an account with the admin role (SIWA_ADMIN_USERS or `siwa users grant-admin`)",
+        "summary": "An endpoint's deliveries, latest event first",
+        "security": [
+          {
+            "adminBearer": []
+          },
+          {
+            "adminServiceToken": []
+          }
+        ],
+        "parameters": [
+          {
+            "name": "name",
+            "in": "path",
+            "required": true,
+            "description": "The endpoint's configured name.",
+            "schema": {
+              "type": "string",
+              "pattern": "^[a-z0-9][a-z0-9_-]{0,63}$"
+            }
+          },
+          {
+            "name": "state",
+            "in": "query",
+            "description": "Only deliveries in this state.",
+            "schema": {
+              "type": "string",
+              "enum": [
+                "",
+                "pending",
+                "delivered",
+                "failed"
+              ]
+            }
+          },
+          {
+            "name": "before",
+            "in": "query",
+            "description": "A previous page's `next` (an event's sequence): older deliveries.",
+            "schema": {
+              "type": "string",
+              "pattern": "^[0-9]*$"
+            }
+          },
+          {
+            "$ref": "#/components/parameters/PageLimit"
+          }
+        ],
+        "responses": {
+          "200": {
+            "description": "A page of deliveries.",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/WebhookDeliveryPage"
+                }
+              }
+            }
+          },
+          "400": {
+            "$ref": "#/components/responses/BadRequest"
+          },
+          "401": {
+            "$ref": "#/components/responses/Unauthorized"
+          },
+          "403": {
+            "$ref": "#/components/responses/Forbidden"
+          },
+          "404": {
+            "$ref": "#/components/responses/NotFound"
+          },
+          "503": {
+            "$ref": "#/components/responses/Unavailable"
+          }
+        }
+      }
+    },
+    "/admin/api/webhooks/{name}/enable": {
+      "post": {
+        "operationId": "adminEnableWebhookEndpoint",
+        "tags": [
+          "admin"
+        ],
+        "x-siwa-condition": "always registered; answers only an account with the admin role (SIWA_ADMIN_USERS or `siwa users grant-admin`); a service token needs scope write",
+        "summary": "Enable an endpoint siwa disabled for failing too long",
+        "description": "Its waiting deliveries go out in the next round, oldest first. Recorded in the audit log as `webhook_endpoint_enabled` by the caller; an enabled endpoint stays as it is.",
+        "security": [
+          {
+            "adminBearer": []
+          },
+          {
+            "adminServiceToken": []
+          }
+        ],
+        "parameters": [
+          {
+            "name": "name",
+            "in": "path",
+            "required": true,
+            "description": "The endpoint's configured name.",
+            "schema": {
+              "type": "string",
+              "pattern": "^[a-z0-9][a-z0-9_-]{0,63}$"
+            }
+          }
+        ],
+        "responses": {
+          "200": {
+            "description": "The endpoint.",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/WebhookEndpointSummary"
+                }
+              }
+            }
+          },
+          "400": {
+            "$ref": "#/components/responses/BadRequest"
+          },
+          "401": {
+            "$ref": "#/components/responses/Unauthorized"
+          },
+          "403": {
+            "$ref": "#/components/responses/Forbidden"
+          },
+          "404": {
+            "$ref": "#/components/responses/NotFound"
+          },
+          "429": {
+            "$ref": "#/components/responses/RateLimited"
+          },
+          "503": {
+            "$ref": "#/components/responses/Unavailable"
+          }
+        }
+      }
+    },
+    "/admin/api/webhook-deliveries/{id}": {
+      "get": {
+        "operationId": "adminWebhookDelivery",
+        "tags": [
+          "admin"
+        ],
+        "x-siwa-condition": "always registered; answers only an account with the admin role (SIWA_ADMIN_USERS or `siwa users grant-admin`)",
+        "summary": "One delivery and its attempts",
+        "security": [
+          {
+            "adminBearer": []
+          },
+          {
+            "adminServiceToken": []
+          }
+        ],
+        "parameters": [
+          {
+            "name": "id",
+            "in": "path",
+            "required": true,
+            "description": "The delivery's id.",
+            "schema": {
+              "type": "string",
+              "format": "uuid"
+            }
+          }
+        ],
+        "responses": {
+          "200": {
+            "description": "The delivery, its attempts oldest first.",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/WebhookDeliveryDetail"
+                }
+              }
+            }
+          },
+          "400": {
+            "$ref": "#/components/responses/BadRequest"
+          },
+          "401": {
+            "$ref": "#/components/responses/Unauthorized"
+          },
+          "403": {
+            "$ref": "#/components/responses/Forbidden"
+          },
+          "404": {
+            "$ref": "#/components/responses/NotFound"
+          },
+          "503": {
+            "$ref": "#/components/responses/Unavailable"
+          }
+        }
+      }
+    },
+    "/admin/api/webhook-deliveries/{id}/redeliver": {
+      "post": {
+        "operationId": "adminRedeliverWebhook",
+        "tags": [
+          "admin"
+        ],
+        "x-siwa-condition": "always registered; answers only an account with the admin role (SIWA_ADMIN_USERS or `siwa users grant-admin`); a service token needs scope write",
+        "summary": "Deliver one delivery again, at once and in its account's order",
+        "security": [
+          {
+            "adminBearer": []
+          },
+          {
+            "adminServiceToken": []
+          }
+        ],
+        "parameters": [
+          {
+            "name": "id",
+            "in": "path",
+            "required": true,
+            "description": "The delivery's id.",
+            "schema": {
+              "type": "string",
+              "format": "uuid"
+            }
+          }
+        ],
+        "responses": {
+          "200": {
+            "description": "The delivery, pending.",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/WebhookDeliverySummary"
+                }
+              }
+            }
+          },
+          "400": {
+            "$ref": "#/components/responses/BadRequest"
+          },
+          "401": {
+            "$ref": "#/components/responses/Unauthorized"
+          },
+          "403": {
+            "$ref": "#/components/responses/Forbidden"
+          },
+          "404": {
+            "$ref": "#/components/responses/NotFound"
+          },
+          "429": {
+            "$ref": "#/components/responses/RateLimited"
+          },
+          "503": {
+            "$ref": "#/components/responses/Unavailable"
+          }
+        }
+      }
     }
   },
   "components": {
@@ -6332,6 +6633,198 @@ enum OpenAPIDocument {
           }
         },
         "additionalProperties": false
+      },
+      "WebhookEndpointSummary": {
+        "type": "object",
+        "additionalProperties": false,
+        "required": [
+          "name",
+          "url",
+          "events",
+          "pending",
+          "lagSeconds"
+        ],
+        "properties": {
+          "name": {
+            "type": "string"
+          },
+          "url": {
+            "type": "string",
+            "description": "Without its query."
+          },
+          "events": {
+            "type": "array",
+            "items": {
+              "type": "string"
+            }
+          },
+          "pending": {
+            "type": "integer",
+            "minimum": 0
+          },
+          "lagSeconds": {
+            "type": "integer",
+            "minimum": 0,
+            "description": "Age of the oldest undelivered event; 0 with none."
+          },
+          "failingSince": {
+            "type": "string",
+            "format": "date-time",
+            "description": "Since when every attempt failed."
+          },
+          "disabledAt": {
+            "type": "string",
+            "format": "date-time",
+            "description": "When siwa disabled it."
+          }
+        }
+      },
+      "WebhookEndpointList": {
+        "type": "object",
+        "additionalProperties": false,
+        "required": [
+          "endpoints"
+        ],
+        "properties": {
+          "endpoints": {
+            "type": "array",
+            "items": {
+              "$ref": "#/components/schemas/WebhookEndpointSummary"
+            }
+          }
+        }
+      },
+      "WebhookDeliverySummary": {
+        "type": "object",
+        "additionalProperties": false,
+        "required": [
+          "id",
+          "endpoint",
+          "eventId",
+          "eventType",
+          "sequence",
+          "state",
+          "attempts",
+          "createdAt"
+        ],
+        "properties": {
+          "id": {
+            "type": "string",
+            "format": "uuid"
+          },
+          "endpoint": {
+            "type": "string"
+          },
+          "eventId": {
+            "type": "string",
+            "format": "uuid",
+            "description": "The event's id: `webhook-id` and the feed's `id`."
+          },
+          "eventType": {
+            "type": "string"
+          },
+          "sequence": {
+            "type": "integer"
+          },
+          "state": {
+            "type": "string",
+            "enum": [
+              "pending",
+              "delivered",
+              "failed"
+            ]
+          },
+          "attempts": {
+            "type": "integer",
+            "minimum": 0
+          },
+          "createdAt": {
+            "type": "string",
+            "format": "date-time"
+          },
+          "nextAttemptAt": {
+            "type": "string",
+            "format": "date-time"
+          },
+          "lastAttemptAt": {
+            "type": "string",
+            "format": "date-time"
+          },
+          "lastStatus": {
+            "type": "integer",
+            "description": "The last answer's HTTP status."
+          },
+          "lastError": {
+            "type": "string",
+            "description": "Why the last attempt failed, as siwa saw it (never the receiver's body)."
+          },
+          "deliveredAt": {
+            "type": "string",
+            "format": "date-time"
+          }
+        }
+      },
+      "WebhookDeliveryPage": {
+        "type": "object",
+        "additionalProperties": false,
+        "required": [
+          "deliveries"
+        ],
+        "properties": {
+          "deliveries": {
+            "type": "array",
+            "items": {
+              "$ref": "#/components/schemas/WebhookDeliverySummary"
+            }
+          },
+          "next": {
+            "type": "string",
+            "description": "Pass as `before` for older deliveries; absent on the last page."
+          }
+        }
+      },
+      "WebhookAttempt": {
+        "type": "object",
+        "additionalProperties": false,
+        "required": [
+          "time",
+          "milliseconds"
+        ],
+        "properties": {
+          "time": {
+            "type": "string",
+            "format": "date-time"
+          },
+          "status": {
+            "type": "integer"
+          },
+          "error": {
+            "type": "string"
+          },
+          "milliseconds": {
+            "type": "integer",
+            "minimum": 0
+          }
+        }
+      },
+      "WebhookDeliveryDetail": {
+        "type": "object",
+        "additionalProperties": false,
+        "required": [
+          "delivery",
+          "attempts"
+        ],
+        "properties": {
+          "delivery": {
+            "$ref": "#/components/schemas/WebhookDeliverySummary"
+          },
+          "attempts": {
+            "type": "array",
+            "items": {
+              "$ref": "#/components/schemas/WebhookAttempt"
+            }
+          }
+        }
       }
     }
   }
