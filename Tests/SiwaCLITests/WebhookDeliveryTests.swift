@@ -4,6 +4,7 @@ import AppleSignIn
 import Crypto
 import Foundation
 import HTTPTypes
+import Logging
 import SiwaTesting
 import Testing
 
@@ -23,6 +24,16 @@ struct WebhookDeliveryTests {
     private func eventually(_ check: () async throws -> Bool) async throws -> Bool {
         for _ in 0..<600 {
             if try await check() { return true }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        return false
+    }
+
+    /// Waits up to 60 s until `siwa serve` has queued for `endpoint` (a loop of its own: the closure of ``eventually``
+    /// that called the store came back true at once, without running, in the debug build of Swift 6.3).
+    private func waitUntilSeen(_ endpoint: String, in store: SQLAccountStore) async throws -> Bool {
+        for _ in 0..<600 {
+            if try await store.webhookEndpoints().contains(where: { $0.name == endpoint }) { return true }
             try await Task.sleep(for: .milliseconds(100))
         }
         return false
@@ -140,6 +151,76 @@ struct WebhookDeliveryTests {
         #expect(ContinuousClock.now - started < .seconds(10))
     }
 
+    /// Two instances on one PostgreSQL database deliver 40 accounts' events between them, each once: every delivery
+    /// was attempted once, and the receiver heard each event id once.
+    @Test(
+        .enabled(if: python != nil, "set SIWA_TEST_PYTHON (scripts/with-python-client does) to run the receiver"),
+        .enabled(if: testPostgresURL != nil, "set SIWA_TEST_POSTGRES_URL (scripts/with-postgres does)")
+    )
+    func twoInstancesDeliverEachEventOnce() async throws {
+        let secret = Self.newSecret()
+        let backend = try await startReceiver("shared", secret: secret)
+        defer { backend.process.terminate() }
+        try await withFreshPostgresDatabase(try #require(testPostgresURL), prefix: "siwa_webhooks_") { url in
+            let settings = [
+                "SIWA_BUNDLE_IDS": "com.example.app",
+                "SIWA_DATABASE_URL": url,
+                "SIWA_DATABASE_MAX_CONNECTIONS": "4",
+                "SIWA_DATA_KEY": Data((0..<32).map { _ in UInt8.random(in: 0...255) }).base64EncodedString(),
+                "SIWA_WEBHOOKS_ENDPOINTS": #"[{"name": "backend", "url": "http://127.0.0.1:"# + backend.port
+                    + #"/in", "secrets": [""# + secret + #""], "events": ["user.created"]}]"#,
+                "SIWA_WEBHOOKS_ALLOW_LOOPBACK_HTTP": "true",
+            ]
+            var instances: [(process: ChildProcess, port: Int, log: String)] = []
+            defer {
+                for instance in instances {
+                    instance.process.terminate(signal: SIGTERM)
+                    _ = instance.process.waitForExit()
+                }
+            }
+            // The first migrates the new database; the second finds it ready.
+            for _ in 0..<2 {
+                let instance = try SiwaProcess.startServe(in: folder, settings: settings)
+                instances.append(instance)
+                try #require(try await SiwaProcess.waitUntilServing(port: instance.port), "\(instance.log)")
+            }
+            var logger = Logger(label: "test")
+            logger.logLevel = .warning
+            let store = try await SQLAccountStore.postgres(url: url, logger: logger)
+            try await withClosing(store, close: { await $0.shutdown() }) { store in
+                try #require(try await waitUntilSeen("backend", in: store))
+                for index in 0..<40 {
+                    let facts = AppleSignInFacts(
+                        appleUserID: AppleUserID("001234.\(UUID().uuidString.lowercased()).\(index)"),
+                        clientID: ClientID("com.example.app")
+                    )
+                    _ = try await store.signIn(facts, now: Date())
+                }
+                var delivered = 0
+                for _ in 0..<600 where delivered < 40 {
+                    delivered = try await store.webhookDeliveries(
+                        endpoint: "backend",
+                        state: .delivered,
+                        before: nil,
+                        limit: 100
+                    ).count
+                    if delivered < 40 { try await Task.sleep(for: .milliseconds(100)) }
+                }
+                try #require(delivered == 40, "delivered: \(delivered), received: \(received(backend.log).count)")
+                let deliveries = try await store.webhookDeliveries(
+                    endpoint: "backend",
+                    state: nil,
+                    before: nil,
+                    limit: 100
+                )
+                #expect(deliveries.count == 40 && deliveries.allSatisfy { $0.attempts == 1 }, "none attempted twice")
+                let ids = received(backend.log).compactMap { $0["webhook_id"] as? String }
+                #expect(ids.count == 40 && Set(ids).count == 40, "each event heard once: \(ids.count)")
+                #expect(Set(ids) == Set(deliveries.map(\.event.id.lowercasedText)))
+            }
+        }
+    }
+
     @Test(.enabled(if: python != nil, "set SIWA_TEST_PYTHON (scripts/with-python-client does) to run the receiver"))
     func eventsArriveSignedInOrderThroughAnOutage() async throws {
         let secret = "whsec_" + Data((0..<32).map { _ in UInt8.random(in: 0...255) }).base64EncodedString()
@@ -175,9 +256,7 @@ struct WebhookDeliveryTests {
 
         try await withSQLiteStore(at: database) { store in
             // The endpoint hears what happens once siwa has seen it: wait for that before anything happens.
-            let seen = try await eventually {
-                try await store.webhookEndpoints().contains { $0.name == "backend" }
-            }
+            let seen = try await waitUntilSeen("backend", in: store)
             try #require(seen, "siwa serve never queued for the endpoint: \(serveLog)")
             let facts = AppleSignInFacts(
                 appleUserID: AppleUserID("001234.\(UUID().uuidString.lowercased()).1234"),
