@@ -536,8 +536,9 @@ public protocol AccountStore: Sendable {
     /// The state of every endpoint the store has queued for, by name.
     func webhookEndpoints() async throws(StoreError) -> [WebhookEndpointState]
 
-    /// Disables or enables an endpoint the store knows; returns whether it knows it. Enabling clears its failing
-    /// time.
+    /// Disables or enables an endpoint the store knows; returns whether this call changed it (`false` for an unknown
+    /// endpoint, or one already in that state), so that of several instances disabling it at once one records it.
+    /// Enabling clears its failing time.
     @discardableResult
     func setWebhookEndpoint(_ name: String, disabled: Bool, now: Date) async throws(StoreError) -> Bool
 }

@@ -167,7 +167,9 @@ extension InMemoryAccountStore {
 
     public func setWebhookEndpoint(_ name: String, disabled: Bool, now: Date) throws(StoreError) -> Bool {
         try checkAvailable()
-        guard webhookEndpointsByName[name] != nil else { return false }
+        guard let endpoint = webhookEndpointsByName[name], (endpoint.disabledAt != nil) != disabled else {
+            return false
+        }
         webhookEndpointsByName[name]?.disabledAt = disabled ? now : nil
         if !disabled { webhookEndpointsByName[name]?.failingSince = nil }
         return true

@@ -354,7 +354,7 @@ extension SQLAccountStore {
             return try await !database.raw(
                 """
                 UPDATE webhook_endpoints SET disabled_at = \(bind: disabledAt)\(clearFailing)
-                WHERE name = \(bind: name) RETURNING 1
+                WHERE name = \(bind: name) AND disabled_at IS \(unsafeRaw: disabled ? "NULL" : "NOT NULL") RETURNING 1
                 """
             ).all().isEmpty
         }

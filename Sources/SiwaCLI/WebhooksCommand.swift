@@ -121,9 +121,13 @@ struct WebhooksCommand: AsyncParsableCommand {
 
         func run() async throws {
             try await withConfiguredStore(self.store) { _, store in
-                guard try await store.setWebhookEndpoint(name, disabled: false, now: Date()) else {
+                guard try await store.webhookEndpoints().contains(where: { $0.name == name }) else {
                     Terminal.error("error: siwa has queued nothing for a webhook endpoint named '\(name)'")
                     throw ExitCode(1)
+                }
+                guard try await store.setWebhookEndpoint(name, disabled: false, now: Date()) else {
+                    print("webhook endpoint '\(name)' is not disabled")
+                    return
                 }
                 try await store.appendAuditEvent(
                     AuditEvent(
@@ -141,7 +145,8 @@ struct WebhooksCommand: AsyncParsableCommand {
     struct Redeliver: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract:
-                "Deliver one delivery again (delivered, given up or pending), at once and in its account's order.",
+                "Deliver one delivery again (delivered, given up or pending), at once and in its account's order "
+                + "(recorded in the audit log as webhook_redelivered).",
             discussion:
                 "`siwa webhooks list --deliveries 20` shows the ids.\n\nExample:\n  siwa webhooks redeliver 019a…"
         )
@@ -157,10 +162,23 @@ struct WebhooksCommand: AsyncParsableCommand {
                 throw ExitCode(2)
             }
             try await withConfiguredStore(self.store) { _, store in
-                guard try await store.redeliverWebhook(delivery, now: Date()) else {
+                guard try await store.redeliverWebhook(delivery, now: Date()),
+                    let (redelivered, _) = try await store.webhookDelivery(delivery)
+                else {
                     Terminal.error("error: no webhook delivery has the id \(id)")
                     throw ExitCode(1)
                 }
+                try await store.appendAuditEvent(
+                    AuditEvent(
+                        time: Date(),
+                        type: .webhookRedelivered,
+                        actor: .operator,
+                        details: [
+                            "delivery": redelivered.id.uuidString.lowercased(), "endpoint": redelivered.endpoint,
+                            "event": redelivered.event.id.uuidString.lowercased(),
+                        ]
+                    )
+                )
                 print("delivery \(id.lowercased()) is due again")
             }
         }

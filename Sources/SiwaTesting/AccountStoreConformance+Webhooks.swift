@@ -205,8 +205,13 @@ extension AccountStoreConformance {
         #expect(again.first?.attempts == 1, "and keeps its attempts")
 
         #expect(try await store.setWebhookEndpoint("backend", disabled: true, now: Fixture.time(4_000)))
+        #expect(
+            !(try await store.setWebhookEndpoint("backend", disabled: true, now: Fixture.time(4_500))),
+            "of two instances disabling it, one did"
+        )
         Fixture.expectSameTime(try await store.webhookEndpoints().first?.disabledAt, Fixture.time(4_000))
         #expect(try await store.setWebhookEndpoint("backend", disabled: false, now: Fixture.time(5_000)))
+        #expect(!(try await store.setWebhookEndpoint("backend", disabled: false, now: Fixture.time(5_000))))
         let enabled = try #require(try await store.webhookEndpoints().first)
         #expect(enabled.disabledAt == nil && enabled.failingSince == nil)
         #expect(!(try await store.setWebhookEndpoint("nobody", disabled: true, now: Fixture.time(5_000))))

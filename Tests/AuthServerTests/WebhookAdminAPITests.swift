@@ -122,6 +122,18 @@ struct WebhookAdminAPITests {
                 after: nil
             ).items
             #expect(recorded.map(\.actor) == [.serviceToken("ops-write")])
+            let again = try await server.call(.post, "/admin/api/webhooks/backend/enable", bearer: writer)
+            #expect(again.status == .ok)
+            let redeliveries = try await store.auditEvents(
+                AuditEventFilter(types: [.webhookRedelivered, .webhookEndpointEnabled]),
+                limit: 5,
+                after: nil
+            ).items
+            #expect(
+                redeliveries.map(\.type) == [.webhookEndpointEnabled, .webhookRedelivered],
+                "enabling twice is one"
+            )
+            #expect(redeliveries.last?.details["delivery"] == failing.id.lowercasedText)
         }
     }
 

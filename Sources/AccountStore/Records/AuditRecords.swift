@@ -62,6 +62,8 @@ public enum AuditEventType: String, Sendable, Hashable, CaseIterable, Codable {
     case webhookEndpointDisabled = "webhook_endpoint_disabled"
     /// A disabled webhook endpoint was enabled again (details: `endpoint`).
     case webhookEndpointEnabled = "webhook_endpoint_enabled"
+    /// A webhook delivery was made due again by an operator or an admin (details: `delivery`, `endpoint`, `event`).
+    case webhookRedelivered = "webhook_redelivered"
 }
 
 /// Who did what an audit event records.

@@ -144,16 +144,25 @@ extension AdminAPIController {
         )
     }
 
-    /// Makes the delivery due at once; it goes out in its account's order.
+    /// Makes the delivery due at once (recorded as `webhook_redelivered` by the caller); it goes out in its account's
+    /// order.
     @Sendable func redeliverWebhook(
         _ request: Request,
         context: SiwaRequestContext
     ) async throws -> WebhookDeliverySummary {
-        _ = try await access.caller(context)
+        let caller = try await access.caller(context)
         let id = try deliveryID(context)
         guard try await store.redeliverWebhook(id, now: clock.now),
             let (delivery, _) = try await store.webhookDelivery(id)
         else { throw Self.noSuchDelivery }
+        await actions.audit.append(
+            .webhookRedelivered,
+            actor: caller.actor,
+            details: [
+                "delivery": delivery.id.lowercasedText, "endpoint": delivery.endpoint,
+                "event": delivery.event.id.lowercasedText,
+            ]
+        )
         return WebhookDeliverySummary(delivery)
     }
 

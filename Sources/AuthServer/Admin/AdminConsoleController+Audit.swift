@@ -243,6 +243,7 @@ extension AdminConsoleController {
         case .adminTokenRevoked: "Service token revoked"
         case .webhookEndpointDisabled: "Webhook endpoint disabled"
         case .webhookEndpointEnabled: "Webhook endpoint enabled"
+        case .webhookRedelivered: "Webhook redelivered"
         }
     }
 }

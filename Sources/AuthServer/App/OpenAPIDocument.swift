@@ -4193,7 +4193,8 @@ enum OpenAPIDocument {
           "503": {
             "$ref": "#/components/responses/Unavailable"
           }
-        }
+        },
+        "description": "Recorded in the audit log as `webhook_redelivered` by the caller."
       }
     }
   },
