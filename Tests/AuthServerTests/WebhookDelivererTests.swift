@@ -177,6 +177,27 @@ struct WebhookDelivererTests {
         #expect(transport.posts.count == 1, "the operator listed the network")
     }
 
+    /// The development setting lets plain http go to a loopback address written in the URL, and nothing more: an
+    /// https name that resolves to loopback is refused as without it.
+    @Test func theLoopbackSettingAdmitsOnlyALoopbackAddressInTheURL() async throws {
+        let transport = ScriptedTransport(names: ["hooks.example.com": ["127.0.0.1"]])
+        let byName = try deliverer("https://hooks.example.com/hook", transport, events: ["user.created"]) {
+            $0.allowsPlainHTTPToLoopback = true
+        }
+        await byName.deliverRound()
+        _ = try await twoEvents()
+        #expect(await byName.deliverRound() == 1)
+        #expect(transport.posts.isEmpty, "a name resolving to this machine is never contacted")
+        #expect(try await deliveries().first?.lastError?.contains("resolves to 127.0.0.1") == true)
+
+        let literal = try deliverer("http://127.0.0.1:9/hook", transport, events: ["user.created"]) {
+            $0.allowsPlainHTTPToLoopback = true
+        }
+        clock.advance(by: 60)
+        #expect(await literal.deliverRound() == 1)
+        #expect(transport.posts.map(\.address) == ["127.0.0.1"])
+    }
+
     @Test func aNameThatDoesNotResolveIsAFailure() async throws {
         let transport = ScriptedTransport()
         let deliverer = try deliverer("https://nowhere.example.com/hook", transport, events: ["user.created"])

@@ -206,6 +206,8 @@ struct WebhookDeliverer: Service {
         let port = components.port ?? (components.scheme?.lowercased() == "http" ? 80 : 443)
         let addresses: [String]
         if AddressRanges.parse(host) != nil {
+            // An address in the URL was checked with it (``WebhookTargetRules/checkedURL(_:)``), the development
+            // setting's plain http to loopback included.
             addresses = [host]
         } else {
             do {
@@ -213,20 +215,17 @@ struct WebhookDeliverer: Service {
             } catch {
                 return (nil, "\(host) does not resolve")
             }
+            // Every address is checked, not only the one used: a name that also resolves into the operator's
+            // network could be made to pick that one next time.
+            if let refused = addresses.first(where: { !rules.admits(address: $0) }) {
+                return (
+                    nil,
+                    "\(host) resolves to \(refused), in a loopback, private, link-local or reserved range that the "
+                        + "allowed networks do not list"
+                )
+            }
         }
         guard let address = addresses.first else { return (nil, "\(host) resolves to no address") }
-        let loopbackAllowed = rules.allowsPlainHTTPToLoopback
-        // Every address is checked, not only the one used: a name that also resolves into the operator's network
-        // could be made to pick that one next time.
-        if let refused = addresses.first(where: {
-            !rules.admits(address: $0) && !(loopbackAllowed && WebhookTargetRules.loopback.contains($0))
-        }) {
-            return (
-                nil,
-                "\(host) resolves to \(refused), in a loopback, private, link-local or reserved range that the "
-                    + "allowed networks do not list"
-            )
-        }
         let message = LifecycleEventMessage(event)
         let body: [UInt8]
         do {
