@@ -81,9 +81,7 @@ enum SQLAuditLog {
     /// `details` as a JSON object with sorted keys, or `nil` when empty.
     static func json(_ details: [String: String]) -> String? {
         guard !details.isEmpty else { return nil }
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return (try? encoder.encode(details)).map { String(decoding: $0, as: UTF8.self) }
+        return try? SQLValue.json(details)
     }
 
     private static func details(_ json: String?) throws -> [String: String] {

@@ -88,9 +88,7 @@ enum SQLLifecycleEvents {
 
     /// `data` as a JSON object with sorted keys.
     static func json(_ data: [String: LifecycleEventValue]) throws -> String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return String(decoding: try encoder.encode(data), as: UTF8.self)
+        try SQLValue.json(data)
     }
 
     /// `session.ended` events for `sessions` of `userID`.

@@ -30,6 +30,13 @@ enum SQLValue {
 
     static func flag(_ value: Bool) -> Int64 { value ? 1 : 0 }
 
+    /// `value` as the JSON text a column keeps: sorted keys and `/` unescaped, so that one value is always one text.
+    static func json(_ value: some Encodable) throws -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return String(decoding: try encoder.encode(value), as: UTF8.self)
+    }
+
     static func hex(_ bytes: [UInt8]) -> String { Hex.encode(bytes) }
 
     /// A hex column's bytes.

@@ -58,11 +58,6 @@ struct HTTPWebhookTransport: WebhookTransport {
         return addresses
     }
 
-    private static func nanoseconds(_ duration: Duration) -> Int64 {
-        let (seconds, attoseconds) = duration.components
-        return seconds * 1_000_000_000 + attoseconds / 1_000_000_000
-    }
-
     func post(
         _ body: [UInt8],
         headers: HTTPFields,
@@ -78,7 +73,7 @@ struct HTTPWebhookTransport: WebhookTransport {
             request.method = .POST
             for field in headers { request.headers.add(name: field.name.rawName, value: field.value) }
             request.body = .bytes(body)
-            let response = try await client.execute(request, timeout: .nanoseconds(Self.nanoseconds(timeout)))
+            let response = try await client.execute(request, timeout: TimeAmount(timeout))
             // The receiver's answer is not kept: its status is what counts.
             _ = try? await response.body.collect(upTo: 64 * 1024)
             try? await client.shutdown()
