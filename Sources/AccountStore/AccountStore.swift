@@ -475,12 +475,15 @@ public protocol AccountStore: Sendable {
     /// - Parameters:
     ///   - endpoint: The endpoint's configured name.
     ///   - types: The event types it subscribes to.
+    ///   - channel: Only `session.ended` events of sessions started on this channel (``LifecycleEvent/sessionChannel``:
+    ///     a relying party's back-channel logout); `nil`: every event of `types`.
     ///   - limit: The most events examined.
     ///   - now: The queueing time.
     /// - Returns: How many deliveries were queued, and whether events remain after the ones examined.
     func queueWebhookDeliveries(
         endpoint: String,
         types: Set<LifecycleEventType>,
+        channel: SignInChannel?,
         limit: Int,
         now: Date
     ) async throws(StoreError) -> (queued: Int, more: Bool)

@@ -23,6 +23,7 @@ extension InMemoryAccountStore {
     public func queueWebhookDeliveries(
         endpoint: String,
         types: Set<LifecycleEventType>,
+        channel: SignInChannel?,
         limit: Int,
         now: Date
     ) throws(StoreError) -> (queued: Int, more: Bool) {
@@ -42,7 +43,7 @@ extension InMemoryAccountStore {
         let after = state.afterSequence
         let examined = Array(lifecycleLog.lazy.filter { $0.sequence > after }.prefix(max(0, limit)))
         var queued = 0
-        for event in examined where types.contains(event.type) {
+        for event in examined where types.contains(event.type) && (channel == nil || event.sessionChannel == channel) {
             webhookQueue.append(
                 StoredWebhookDelivery(
                     id: AuditEvent.newID(),

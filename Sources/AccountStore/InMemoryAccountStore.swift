@@ -613,7 +613,16 @@ public actor InMemoryAccountStore: AccountStore {
     public func revokeSession(_ sessionID: SessionID, by actor: AuditActor, reason: String, now: Date) -> Bool {
         guard let session = sessions[sessionID], session.revokedAt == nil else { return false }
         sessions[sessionID]?.revokedAt = now
-        appendEvent(.sessionEnded(sessionID, userID: session.userID, by: actor, reason: reason, time: now))
+        appendEvent(
+            .sessionEnded(
+                sessionID,
+                userID: session.userID,
+                channel: session.metadata.channel,
+                by: actor,
+                reason: reason,
+                time: now
+            )
+        )
         return true
     }
 
@@ -622,7 +631,16 @@ public actor InMemoryAccountStore: AccountStore {
             .sorted { $0.value.createdAt < $1.value.createdAt }.map(\.key)
         for sessionID in active {
             sessions[sessionID]?.revokedAt = now
-            appendEvent(.sessionEnded(sessionID, userID: userID, by: actor, reason: reason, time: now))
+            appendEvent(
+                .sessionEnded(
+                    sessionID,
+                    userID: userID,
+                    channel: sessions[sessionID]?.metadata.channel,
+                    by: actor,
+                    reason: reason,
+                    time: now
+                )
+            )
         }
         return active
     }

@@ -102,14 +102,14 @@ extension SQLAccountStore {
                     """
                     UPDATE sessions SET revoked_at = \(bind: now)
                     WHERE id = \(bind: issued) AND revoked_at IS NULL
-                    RETURNING id
+                    RETURNING id, channel
                     """
                 ).first()
-                if revoked != nil {
+                if let revoked {
                     ended = code.issuedSessionID
                     try await SQLLifecycleEvents.append(
                         try SQLLifecycleEvents.ended(
-                            [issued],
+                            [try SQLEndedSession(revoked)],
                             userID: code.userID.description,
                             by: .system,
                             reason: SessionEndReason.codeReplayed,

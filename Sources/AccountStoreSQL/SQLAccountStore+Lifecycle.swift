@@ -466,18 +466,22 @@ extension SQLAccountStore {
     private static func userID(_ text: String) throws -> UserID { try SQLValue.userID(text) }
 
     /// Ends the user's active sessions inside the caller's transaction; returns their ids.
-    static func endActiveSessions(_ database: any SQLDatabase, userID: String, now: Int64) async throws -> [String] {
+    static func endActiveSessions(
+        _ database: any SQLDatabase,
+        userID: String,
+        now: Int64
+    ) async throws -> [SQLEndedSession] {
         try await database.raw(
             """
             UPDATE sessions SET revoked_at = \(bind: now)
             WHERE user_id = \(bind: userID) AND revoked_at IS NULL
-            RETURNING id
+            RETURNING id, channel
             """
-        ).all().map { row in try row.decode(column: "id", as: String.self) }
+        ).all().map(SQLEndedSession.init)
     }
 
-    private static func sessionIDs(_ texts: [String]) throws -> [SessionID] {
-        try texts.map { text in try SQLValue.sessionID(text) }
+    private static func sessionIDs(_ ended: [SQLEndedSession]) throws -> [SessionID] {
+        try ended.map { session in try SQLValue.sessionID(session.id) }
     }
 
     /// Ends every session, drops the Apple token and marks the consent revoked.

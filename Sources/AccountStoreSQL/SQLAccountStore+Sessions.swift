@@ -200,9 +200,9 @@ extension SQLAccountStore {
                     """
                     UPDATE sessions SET revoked_at = \(bind: now)
                     WHERE id = \(bind: sessionID) AND revoked_at IS NULL
-                    RETURNING id
+                    RETURNING id, channel
                     """
-                ).all().map { try $0.decode(column: "id", as: String.self) }
+                ).all().map(SQLEndedSession.init)
                 try await SQLLifecycleEvents.append(
                     try SQLLifecycleEvents.ended(
                         ended,
@@ -292,16 +292,18 @@ extension SQLAccountStore {
         let sessionID = sessionID.description
         let now = try SQLValue.milliseconds(now)
         return try await write("revoke a session") { database in
-            let userID = try await database.raw(
+            let row = try await database.raw(
                 """
                 UPDATE sessions SET revoked_at = \(bind: now)
                 WHERE id = \(bind: sessionID) AND revoked_at IS NULL
-                RETURNING user_id
+                RETURNING user_id, channel
                 """
-            ).first()?.decode(column: "user_id", as: String.self)
-            guard let userID else { return false }
+            ).first()
+            guard let row else { return false }
+            let userID = try row.decode(column: "user_id", as: String.self)
+            let ended = SQLEndedSession(id: sessionID, channel: try row.decode(column: "channel", as: String?.self))
             try await SQLLifecycleEvents.append(
-                try SQLLifecycleEvents.ended([sessionID], userID: userID, by: actor, reason: reason, now: now),
+                try SQLLifecycleEvents.ended([ended], userID: userID, by: actor, reason: reason, now: now),
                 to: database
             )
             return true
@@ -320,12 +322,12 @@ extension SQLAccountStore {
         // The closure returns plain strings and the typed conversion happens outside it: Swift 6.3's optimizer
         // crashes (signal 11 while splitting the coroutine) on a typed-throws call inside this closure in release.
         let ids = try await write("revoke a user's sessions") { database in
-            let ids = try await Self.endActiveSessions(database, userID: userID, now: now)
+            let ended = try await Self.endActiveSessions(database, userID: userID, now: now)
             try await SQLLifecycleEvents.append(
-                try SQLLifecycleEvents.ended(ids, userID: userID, by: actor, reason: reason, now: now),
+                try SQLLifecycleEvents.ended(ended, userID: userID, by: actor, reason: reason, now: now),
                 to: database
             )
-            return ids
+            return ended.map(\.id)
         }
         var sessionIDs: [SessionID] = []
         for id in ids { sessionIDs.append(try SQLValue.sessionID(id)) }

@@ -20,6 +20,7 @@ enum SQLWebhooks {
     static func queue(
         endpoint: String,
         types: [String],
+        channel: String?,
         limit: Int64,
         now: Int64,
         flavor: SQLFlavor,
@@ -41,9 +42,11 @@ enum SQLWebhooks {
             return (0, false)
         }
         let after = try row.decode(column: "after_sequence", as: Int64.self)
+        // The payload is read only to match a channel (a relying party's back-channel logout).
+        let columns: SQLQueryString = channel == nil ? "sequence, type, user_id" : "sequence, type, user_id, data"
         let events = try await database.raw(
             """
-            SELECT sequence, type, user_id FROM lifecycle_events WHERE sequence > \(bind: after)
+            SELECT \(columns) FROM lifecycle_events WHERE sequence > \(bind: after)
             ORDER BY sequence LIMIT \(bind: limit)
             """
         ).all()
@@ -52,6 +55,11 @@ enum SQLWebhooks {
         for event in events {
             last = try event.decode(column: "sequence", as: Int64.self)
             guard types.contains(try event.decode(column: "type", as: String.self)) else { continue }
+            if let channel,
+                try SQLLifecycleEvents.channel(ofData: event.decode(column: "data", as: String.self)) != channel
+            {
+                continue
+            }
             queued += try await database.raw(
                 """
                 INSERT INTO webhook_deliveries (
@@ -194,18 +202,21 @@ extension SQLAccountStore {
     public func queueWebhookDeliveries(
         endpoint: String,
         types: Set<LifecycleEventType>,
+        channel: SignInChannel?,
         limit: Int,
         now: Date
     ) async throws(StoreError) -> (queued: Int, more: Bool) {
         guard limit > 0 else { return (0, false) }
         let now = try SQLValue.milliseconds(now)
         let types = types.map(\.rawValue)
+        let channel = channel?.rawValue
         let limit = Int64(limit)
         let flavor = connections.flavor
         return try await write("queue webhook deliveries") { database in
             try await SQLWebhooks.queue(
                 endpoint: endpoint,
                 types: types,
+                channel: channel,
                 limit: limit,
                 now: now,
                 flavor: flavor,

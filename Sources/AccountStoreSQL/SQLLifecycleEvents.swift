@@ -86,6 +86,16 @@ enum SQLLifecycleEvents {
         )
     }
 
+    /// The `channel` of a stored event's data (`session.ended`), `nil` when it names none.
+    static func channel(ofData text: String) throws -> String? {
+        struct Channel: Decodable { var channel: String? }
+        do {
+            return try JSONDecoder().decode(Channel.self, from: Data(text.utf8)).channel
+        } catch {
+            throw StoreError(.corrupt, "a stored lifecycle event's data is not a flat JSON object")
+        }
+    }
+
     /// `data` as a JSON object with sorted keys.
     static func json(_ data: [String: LifecycleEventValue]) throws -> String {
         try SQLValue.json(data)
@@ -93,7 +103,7 @@ enum SQLLifecycleEvents {
 
     /// `session.ended` events for `sessions` of `userID`.
     static func ended(
-        _ sessions: [String],
+        _ sessions: [SQLEndedSession],
         userID: String,
         by actor: AuditActor,
         reason: String,
@@ -103,13 +113,30 @@ enum SQLLifecycleEvents {
         let time = SQLValue.date(milliseconds: now)
         return try sessions.map { session in
             LifecycleEvent.sessionEnded(
-                try SQLValue.sessionID(session),
+                try SQLValue.sessionID(session.id),
                 userID: user,
+                channel: session.channel.map(SignInChannel.init(rawValue:)),
                 by: actor,
                 reason: reason,
                 time: time
             )
         }
+    }
+}
+
+/// A session an `UPDATE sessions … RETURNING id, channel` ended: what its `session.ended` event names.
+struct SQLEndedSession {
+    var id: String
+    var channel: String?
+
+    init(id: String, channel: String?) {
+        self.id = id
+        self.channel = channel
+    }
+
+    init(_ row: any SQLRow) throws {
+        id = try row.decode(column: "id", as: String.self)
+        channel = try row.decode(column: "channel", as: String?.self)
     }
 }
 

@@ -39,7 +39,7 @@ struct WebhooksCommand: AsyncParsableCommand {
 
         func run() async throws {
             try await withConfiguredStore(self.store) { settings, store in
-                let configured = settings.server.webhooks.endpoints
+                let configured = settings.server.deliveryEndpoints
                 let states = try await store.webhookEndpoints()
                 let now = Date()
                 var listed: [[String: Any]] = []

@@ -17,6 +17,7 @@ extension AccountStoreConformance {
         Check("attempts are recorded; delivered, retried and given-up deliveries list by state", webhookAttempts),
         Check("20 concurrent claims never hand out one delivery twice", concurrentWebhookClaimsAreDisjoint),
         Check("a purge keeps the events of pending deliveries; a deletion blanks them", webhookPurgeAndDeletion),
+        Check("an ended session names its channel; a channel's endpoint hears only its sessions", webhookChannels),
     ]
 
     private static let all = Set(LifecycleEventType.allCases)
@@ -33,6 +34,7 @@ extension AccountStoreConformance {
         _ store: any AccountStore,
         _ endpoint: String,
         types: Set<LifecycleEventType> = all,
+        channel: SignInChannel? = nil,
         at time: Int64 = 1_000
     ) async throws -> Int {
         var total = 0
@@ -40,6 +42,7 @@ extension AccountStoreConformance {
             let (queued, more) = try await store.queueWebhookDeliveries(
                 endpoint: endpoint,
                 types: types,
+                channel: channel,
                 limit: 2,
                 now: Fixture.time(time)
             )
@@ -274,5 +277,54 @@ extension AccountStoreConformance {
         #expect(kept == [.userCreated, .userCreated, .userDeleted], "the finished account's event went")
         #expect(try await store.webhookDelivery(done.id) == nil)
         #expect(try await store.webhookDelivery(pending.id) != nil)
+    }
+
+    static func webhookChannels(_ store: any AccountStore) async throws {
+        let relyingParty = SignInChannel(rawValue: "oidc:grafana")
+        let logout = "backchannel:grafana"
+        #expect(try await queueAll(store, logout, types: [.sessionEnded], channel: relyingParty) == 0)
+        let user = try await newUsers(store, 1, at: 0)[0]
+        let other = try await newUsers(store, 1, at: 0)[0]
+        func start(_ userID: UserID, _ channel: SignInChannel?) async throws -> SessionID {
+            let session = SessionID()
+            try await store.createSession(
+                firstToken: Fixture.refreshToken(session, userID),
+                metadata: SessionMetadata(channel: channel),
+                now: Fixture.time(10)
+            )
+            return session
+        }
+        let first = try await start(user.id, relyingParty)
+        let second = try await start(user.id, relyingParty)
+        let web = try await start(user.id, .web)
+        let unrecorded = try await start(user.id, nil)
+        let othersOwn = try await start(other.id, SignInChannel(rawValue: "oidc:another"))
+        #expect(try await store.revokeSession(first, by: .user, reason: SessionEndReason.logout, now: Fixture.time(20)))
+        _ = try await store.revokeSessions(
+            userID: other.id,
+            by: .operator,
+            reason: SessionEndReason.admin,
+            now: Fixture.time(25)
+        )
+        _ = try await store.deleteUser(
+            id: user.id,
+            mode: .delete,
+            appleRevocationDueAt: nil,
+            by: .user,
+            now: Fixture.time(30)
+        )
+        #expect(try await queueAll(store, logout, types: [.sessionEnded], channel: relyingParty) == 2)
+        let delivered = try await store.webhookDeliveries(endpoint: logout, state: nil, before: nil, limit: 10)
+        #expect(delivered.map { $0.event.data["session_id"]?.text } == [second.description, first.description])
+        #expect(delivered.map { $0.event.data["reason"]?.text } == ["account_deleted", "logout"])
+        #expect(delivered.allSatisfy { $0.event.sessionChannel == relyingParty })
+
+        let ended = try await store.lifecycleEvents(after: nil, limit: 100).filter { $0.type == .sessionEnded }
+        let channels = Dictionary(
+            uniqueKeysWithValues: ended.compactMap { event in event.data["session_id"]?.text.map { ($0, event) } }
+        )
+        #expect(channels[web.description]?.data["channel"] == .string("web"))
+        #expect(channels[othersOwn.description]?.sessionChannel == SignInChannel(rawValue: "oidc:another"))
+        #expect(channels[unrecorded.description].map { $0.data["channel"] == nil } == true, "no channel recorded")
     }
 }

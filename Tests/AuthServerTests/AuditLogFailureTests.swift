@@ -326,10 +326,17 @@ private struct AuditFailingStore: AccountStore {
     func queueWebhookDeliveries(
         endpoint: String,
         types: Set<LifecycleEventType>,
+        channel: SignInChannel?,
         limit: Int,
         now: Date
     ) async throws(StoreError) -> (queued: Int, more: Bool) {
-        try await base.queueWebhookDeliveries(endpoint: endpoint, types: types, limit: limit, now: now)
+        try await base.queueWebhookDeliveries(
+            endpoint: endpoint,
+            types: types,
+            channel: channel,
+            limit: limit,
+            now: now
+        )
     }
 
     func claimWebhookDeliveries(

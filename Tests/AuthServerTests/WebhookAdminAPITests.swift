@@ -46,6 +46,7 @@ struct WebhookAdminAPITests {
             _ = try await store.queueWebhookDeliveries(
                 endpoint: "backend",
                 types: all,
+                channel: nil,
                 limit: 10,
                 now: server.clock.now
             )
@@ -54,6 +55,7 @@ struct WebhookAdminAPITests {
             _ = try await store.queueWebhookDeliveries(
                 endpoint: "backend",
                 types: all,
+                channel: nil,
                 limit: 10,
                 now: server.clock.now
             )

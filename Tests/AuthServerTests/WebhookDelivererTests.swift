@@ -69,6 +69,7 @@ struct WebhookDelivererTests {
         configure(&configuration)
         return WebhookDeliverer(
             configuration: configuration,
+            endpoints: configuration.endpoints,
             transport: transport,
             store: store,
             clock: clock,

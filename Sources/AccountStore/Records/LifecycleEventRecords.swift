@@ -202,23 +202,30 @@ extension LifecycleEvent {
     }
 
     /// `session.ended`, one per session that was active.
-    /// - Parameter reason: a short code (``SessionEndReason``).
+    /// - Parameters:
+    ///   - channel: how the session was started (`oidc:<client_id>` for a relying party's, whose back-channel logout
+    ///     follows from this event); left out when not recorded.
+    ///   - reason: a short code (``SessionEndReason``).
     public static func sessionEnded(
         _ sessionID: SessionID,
         userID: UserID,
+        channel: SignInChannel?,
         by actor: AuditActor,
         reason: String,
         time: Date
     ) -> LifecycleEvent {
-        LifecycleEvent(
-            type: .sessionEnded,
-            userID: userID,
-            time: time,
-            data: [
-                "user_id": .string(userID.description), "session_id": .string(sessionID.description),
-                "reason": .string(reason), "by": .string(actor.kind),
-            ]
-        )
+        var data: [String: LifecycleEventValue] = [
+            "user_id": .string(userID.description), "session_id": .string(sessionID.description),
+            "reason": .string(reason), "by": .string(actor.kind),
+        ]
+        if let channel { data["channel"] = .string(channel.rawValue) }
+        return LifecycleEvent(type: .sessionEnded, userID: userID, time: time, data: data)
+    }
+
+    /// The channel a `session.ended` event names (`nil` for another type, or when none was recorded).
+    public var sessionChannel: SignInChannel? {
+        guard type == .sessionEnded, let text = data["channel"]?.text else { return nil }
+        return SignInChannel(rawValue: text)
     }
 }
 

@@ -123,6 +123,12 @@ public struct SignInChannel: RawRepresentable, Hashable, Sendable, Codable, Cust
     /// RentManager's `POST /api/auth/apple`.
     public static let rentManager = SignInChannel(rawValue: "rentmanager")
 
+    /// A relying party's session, started at siwa's OpenID token endpoint: `oidc:<client_id>`.
+    /// - Parameter clientID: the relying party's `client_id`.
+    public static func openID(_ clientID: String) -> SignInChannel {
+        SignInChannel(rawValue: "oidc:" + clientID)
+    }
+
     public var description: String { rawValue }
 }
 

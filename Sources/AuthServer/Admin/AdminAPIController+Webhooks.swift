@@ -91,7 +91,7 @@ extension AdminAPIController {
         _ = try await access.caller(context)
         let states = try await store.webhookEndpoints()
         return WebhookEndpointList(
-            endpoints: configuration.webhooks.endpoints.map { endpoint in
+            endpoints: configuration.deliveryEndpoints.map { endpoint in
                 summary(endpoint, states.first { $0.name == endpoint.name })
             }
         )
@@ -196,7 +196,7 @@ extension AdminAPIController {
 
     private func configuredEndpoint(_ context: SiwaRequestContext) throws -> WebhookEndpoint {
         let name = context.parameters.get("name") ?? ""
-        guard let endpoint = configuration.webhooks.endpoints.first(where: { $0.name == name }) else {
+        guard let endpoint = configuration.deliveryEndpoints.first(where: { $0.name == name }) else {
             throw AuthServerError(
                 .notFound,
                 AuthServerError.Code.notFound,

@@ -48,17 +48,20 @@ extension AppServices {
         services.append(
             Housekeeping(store: store, configuration: configuration.housekeeping, clock: clock, logger: logger)
         )
-        if let transport = configuration.webhooks.transport, !configuration.webhooks.endpoints.isEmpty {
+        let deliveryEndpoints = configuration.deliveryEndpoints
+        if let transport = configuration.webhooks.transport, !deliveryEndpoints.isEmpty {
             services.append(
                 WebhookDeliverer(
                     configuration: configuration.webhooks,
+                    endpoints: deliveryEndpoints,
                     transport: transport,
                     store: store,
                     clock: clock,
                     metrics: metrics,
                     logger: logger,
                     audit: sessions.audit,
-                    health: webhookHealth
+                    health: webhookHealth,
+                    logoutTokens: BackchannelLogoutTokens(issuer: issuer, configuration: configuration)
                 )
             )
         }
@@ -76,7 +79,7 @@ extension AppServices {
         listener: MetricsListener,
         routes: PolicedRoutes
     ) -> some Service {
-        let (store, clock, webhooks) = (self.store, self.clock, configuration.webhooks.endpoints)
+        let (store, clock, webhooks) = (self.store, self.clock, configuration.deliveryEndpoints)
         let dataKeyFile: String? =
             switch sealer.source {
             case .file(let path): path

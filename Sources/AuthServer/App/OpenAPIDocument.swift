@@ -5802,6 +5802,14 @@ enum OpenAPIDocument {
             "items": {
               "type": "string"
             }
+          },
+          "backchannel_logout_supported": {
+            "type": "boolean",
+            "description": "A client's `backchannelLogoutURI` is sent a logout token when one of its sessions ends (OpenID Connect Back-Channel Logout 1.0)."
+          },
+          "backchannel_logout_session_supported": {
+            "type": "boolean",
+            "description": "Logout tokens always carry `sid`, the relying party's session as its ID tokens name it."
           }
         }
       },
@@ -6512,6 +6520,10 @@ enum OpenAPIDocument {
           "session_id": {
             "type": "string",
             "format": "uuid"
+          },
+          "channel": {
+            "type": "string",
+            "description": "How the session was started: `native`, `web`, a contract's (`servicestack`, `vapor-tutorial`, `rentmanager`) or a relying party's `oidc:<client_id>` (whose back-channel logout follows from this event). Left out for sessions started before siwa recorded it."
           },
           "reason": {
             "type": "string",

@@ -49,6 +49,10 @@ public struct AuthServerConfiguration: Sendable {
     public var housekeeping = HousekeepingConfiguration()
     /// The webhooks to the app's backend (none by default).
     public var webhooks = WebhookConfiguration()
+    /// Every endpoint siwa delivers to: the webhook endpoints, then each relying party's back-channel logout URI.
+    public var deliveryEndpoints: [WebhookEndpoint] {
+        webhooks.endpoints + openID.clients.compactMap(\.backchannelLogoutEndpoint)
+    }
     /// A connection that completes no request part for this long is closed (default 30 s; `nil`: never). Hummingbird
     /// counts only a fully received request head or body chunk as activity, so this is also the header timeout: a
     /// client that trickles a header byte by byte (Slowloris) is closed this long after it connected.

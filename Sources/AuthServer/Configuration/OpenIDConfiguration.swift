@@ -46,6 +46,13 @@ public struct OpenIDClient: Sendable, Hashable {
     public var idTokenSigningAlgorithm: IDTokenSigningAlgorithm
     /// The application's name as users know it, shown on the consent page; `nil` shows the `client_id`.
     public var name: String?
+    /// Where siwa POSTs a logout token when one of its sessions ends (OpenID Connect Back-Channel Logout 1.0,
+    /// `backchannel_logout_uri`); `nil`: it is not told. Checked like a webhook endpoint's URL: https, and no
+    /// address in the operator's network unless allowed.
+    public var backchannelLogoutURI: URL?
+    /// Whether it needs `sid` in its logout tokens (`backchannel_logout_session_required`). siwa always sends `sid`
+    /// (and `sub`), so this only records what the relying party registered.
+    public var backchannelLogoutSessionRequired: Bool = false
 
     /// The algorithms siwa signs ID tokens with.
     public enum IDTokenSigningAlgorithm: String, Sendable, Hashable, CaseIterable {
@@ -89,6 +96,11 @@ public struct OpenIDClient: Sendable, Hashable {
     /// can claim a custom scheme or a loopback port, so a code sent there silently could reach an impostor
     /// (RFC 8252 §8.6). Confidential clients are the team's own servers, which authenticate at the token endpoint.
     public var requiresConsent: Bool { isPublic }
+
+    /// The endpoint that delivers its back-channel logout tokens, when it has a ``backchannelLogoutURI``.
+    public var backchannelLogoutEndpoint: WebhookEndpoint? {
+        backchannelLogoutURI.map { WebhookEndpoint(backchannelLogoutOf: id, url: $0) }
+    }
 
     /// What users see it called: its ``name``, else its `client_id`.
     public var displayName: String { name ?? id }

@@ -39,13 +39,19 @@ public struct WebhookConfiguration: Sendable {
 
     /// Checks every endpoint's URL against the rules of where a webhook may go (https, no credentials, no address in
     /// a refused range unless allowed), as each attempt checks it again.
+    /// - Parameter endpoints: the endpoints to check (the configured ``endpoints`` when left out).
     /// - Throws: ``WebhookEndpointError`` naming the endpoint and what is wrong with its URL.
-    public func checkEndpoints() throws(WebhookEndpointError) {
-        for endpoint in endpoints {
+    public func checkEndpoints(_ endpoints: [WebhookEndpoint]? = nil) throws(WebhookEndpointError) {
+        for endpoint in endpoints ?? self.endpoints {
             do {
                 _ = try rules.checkedURL(endpoint.url.absoluteString)
             } catch {
-                throw WebhookEndpointError("the webhook endpoint \(endpoint.name)'s URL \(error)")
+                switch endpoint.kind {
+                case .webhook:
+                    throw WebhookEndpointError("the webhook endpoint \(endpoint.name)'s URL \(error)")
+                case .backchannelLogout(let clientID):
+                    throw WebhookEndpointError("client \(clientID): \"backchannelLogoutURI\" \(error)")
+                }
             }
         }
     }
@@ -67,14 +73,45 @@ public struct WebhookConfiguration: Sendable {
     }
 }
 
-/// One webhook endpoint of the app's backend: where it is, the secrets that sign for it, and the event types it
-/// hears.
+/// Where siwa sends what it knows: a webhook endpoint of the app's backend (where it is, the secrets that sign for
+/// it, and the event types it hears), or a relying party's back-channel logout URI (its client's ended sessions).
+/// Both go through the same outbox, retries and disabling.
 public struct WebhookEndpoint: Sendable, CustomStringConvertible {
-    /// Its name: metrics, logs, the console and the admin API show it, and the store keeps its progress by it.
+    /// Its name: metrics, logs, the console and the admin API show it, and the store keeps its progress by it. A
+    /// relying party's is `backchannel:<client_id>`, which no webhook name can be.
     public let name: String
     public let url: URL
     let secrets: [WebhookSecret]
     public let events: Set<LifecycleEventType>
+    public let kind: Kind
+
+    /// What an endpoint is sent.
+    public enum Kind: Sendable, Hashable {
+        /// The events feed's JSON for each event, signed per Standard Webhooks.
+        case webhook
+        /// A logout token (OpenID Connect Back-Channel Logout 1.0) for each ended session of the client.
+        case backchannelLogout(clientID: String)
+    }
+
+    /// The channel whose ended sessions it hears (a relying party's), `nil`: every event of its types.
+    public var channel: SignInChannel? {
+        switch kind {
+        case .webhook: nil
+        case .backchannelLogout(let clientID): .openID(clientID)
+        }
+    }
+
+    /// A relying party's back-channel logout endpoint.
+    /// - Parameters:
+    ///   - clientID: its `client_id`.
+    ///   - url: its `backchannel_logout_uri`.
+    init(backchannelLogoutOf clientID: String, url: URL) {
+        name = "backchannel:" + clientID
+        self.url = url
+        secrets = []
+        events = [.sessionEnded]
+        kind = .backchannelLogout(clientID: clientID)
+    }
 
     /// An endpoint.
     /// - Parameters:
@@ -118,6 +155,7 @@ public struct WebhookEndpoint: Sendable, CustomStringConvertible {
         self.url = parsed
         self.secrets = read
         self.events = types.isEmpty ? Set(LifecycleEventType.allCases) : types
+        self.kind = .webhook
     }
 
     static func isValidName(_ name: String) -> Bool {

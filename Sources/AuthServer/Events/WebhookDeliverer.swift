@@ -10,9 +10,10 @@ import FoundationEssentials
 import Foundation
 #endif
 
-/// Sends the lifecycle events to the configured webhook endpoints, beside the server: each round queues every
-/// endpoint's new events in the store and attempts the deliveries that are due, each at least once until a 2xx
-/// answer, retried with a growing wait for ``WebhookConfiguration/retryFor``.
+/// Sends the lifecycle events to the configured webhook endpoints, and logout tokens to the relying parties'
+/// back-channel logout URIs, beside the server: each round queues every endpoint's new events in the store and
+/// attempts the deliveries that are due, each at least once until a 2xx answer, retried with a growing wait for
+/// ``WebhookConfiguration/retryFor``.
 ///
 /// The store hands a delivery to one instance at a time and an account's deliveries one at a time, in event order,
 /// so several instances may run this side by side. Before each attempt the endpoint's URL and every address its host
@@ -20,6 +21,8 @@ import Foundation
 /// redirect followed.
 struct WebhookDeliverer: Service {
     let configuration: WebhookConfiguration
+    /// Where it delivers: ``AuthServerConfiguration/deliveryEndpoints``.
+    let endpoints: [WebhookEndpoint]
     let transport: any WebhookTransport
     let store: any AccountStore
     let clock: any WallClock
@@ -29,6 +32,8 @@ struct WebhookDeliverer: Service {
     var audit: AuditLog?
     /// Told which endpoints are disabled after each round (`nil`: nobody asks).
     var health: WebhookHealth?
+    /// Signs the logout tokens of back-channel logout endpoints (`nil`: none is configured).
+    var logoutTokens: (any LogoutTokenSigning)?
     /// A number in 0...1 for each retry's wait (random in use).
     var draw: @Sendable () -> Double = { Double.random(in: 0...1) }
 
@@ -41,7 +46,7 @@ struct WebhookDeliverer: Service {
     func run() async throws {
         logger.info(
             "delivering webhooks",
-            metadata: ["endpoints": "\(configuration.endpoints.map(\.description).joined(separator: ", "))"]
+            metadata: ["endpoints": "\(endpoints.map(\.description).joined(separator: ", "))"]
         )
         while !Task.isCancelled && !Task.isShuttingDownGracefully {
             await deliverRound()
@@ -61,7 +66,7 @@ struct WebhookDeliverer: Service {
             return 0
         }
         var attempts = 0
-        for endpoint in configuration.endpoints where !disabled.contains(endpoint.name) {
+        for endpoint in endpoints where !disabled.contains(endpoint.name) {
             do {
                 try await queue(endpoint)
                 for _ in 0..<Self.batchesPerRound {
@@ -84,7 +89,7 @@ struct WebhookDeliverer: Service {
     private func disableFailingEndpoints() async throws(StoreError) -> Set<String> {
         var states = try await store.webhookEndpoints()
         let now = clock.now
-        let configured = Set(configuration.endpoints.map(\.name))
+        let configured = Set(endpoints.map(\.name))
         var changed = false
         if let limit = configuration.disableAfter {
             for state in states where configured.contains(state.name) && state.disabledAt == nil {
@@ -106,7 +111,7 @@ struct WebhookDeliverer: Service {
             }
         }
         if changed { states = try await store.webhookEndpoints() }
-        health?.update(states, configured: configuration.endpoints)
+        health?.update(states, configured: endpoints)
         return Set(states.filter { $0.disabledAt != nil }.map(\.name))
     }
 
@@ -116,6 +121,7 @@ struct WebhookDeliverer: Service {
             let (_, more) = try await store.queueWebhookDeliveries(
                 endpoint: endpoint.name,
                 types: endpoint.events,
+                channel: endpoint.channel,
                 limit: Self.queueLimit,
                 now: clock.now
             )
@@ -187,6 +193,44 @@ struct WebhookDeliverer: Service {
         }
     }
 
+    /// What the endpoint is sent for `event`: the signed event (a webhook), or a logout token (back-channel logout).
+    private func message(
+        _ event: LifecycleEvent,
+        for endpoint: WebhookEndpoint,
+        at time: Date
+    ) -> Result<(body: [UInt8], headers: HTTPFields), DeliveryProblem> {
+        switch endpoint.kind {
+        case .webhook:
+            let message = LifecycleEventMessage(event)
+            guard let body = try? JSONAnswer.bytes(message) else {
+                return .failure(DeliveryProblem("the event could not be written as JSON"))
+            }
+            var headers = WebhookSignature.headers(
+                id: message.id,
+                timestamp: time,
+                body: body,
+                secrets: endpoint.secrets
+            )
+            headers[.contentType] = "application/json"
+            headers[.userAgent] = "siwa/\(SiwaVersion.current)"
+            return .success((body, headers))
+        case .backchannelLogout(let clientID):
+            guard let logoutTokens else { return .failure(DeliveryProblem("no logout token signer is configured")) }
+            do {
+                let token = try logoutTokens.logoutToken(for: event, clientID: clientID, at: time)
+                return .success(BackchannelLogoutMessage.request(token: token))
+            } catch {
+                return .failure(DeliveryProblem("the logout token could not be signed"))
+            }
+        }
+    }
+
+    /// Why an attempt could not be made, as its `last_error` says.
+    struct DeliveryProblem: Error, CustomStringConvertible {
+        let description: String
+        init(_ description: String) { self.description = description }
+    }
+
     /// Sends `event` to the endpoint once; the answer's status, and why the attempt failed (`nil` for a 2xx).
     func send(
         _ event: LifecycleEvent,
@@ -226,16 +270,12 @@ struct WebhookDeliverer: Service {
             }
         }
         guard let address = addresses.first else { return (nil, "\(host) resolves to no address") }
-        let message = LifecycleEventMessage(event)
         let body: [UInt8]
-        do {
-            body = try JSONAnswer.bytes(message)
-        } catch {
-            return (nil, "the event could not be written as JSON")
+        let headers: HTTPFields
+        switch message(event, for: endpoint, at: time) {
+        case .success(let request): (body, headers) = request
+        case .failure(let problem): return (nil, problem.description)
         }
-        var headers = WebhookSignature.headers(id: message.id, timestamp: time, body: body, secrets: endpoint.secrets)
-        headers[.contentType] = "application/json"
-        headers[.userAgent] = "siwa/\(SiwaVersion.current)"
         let status: Int
         do {
             status = try await transport.post(

@@ -431,11 +431,18 @@ struct InstrumentedAccountStore: AccountStore {
     func queueWebhookDeliveries(
         endpoint: String,
         types: Set<LifecycleEventType>,
+        channel: SignInChannel?,
         limit: Int,
         now: Date
     ) async throws(StoreError) -> (queued: Int, more: Bool) {
         try await measure("queueWebhookDeliveries") { () async throws(StoreError) in
-            try await base.queueWebhookDeliveries(endpoint: endpoint, types: types, limit: limit, now: now)
+            try await base.queueWebhookDeliveries(
+                endpoint: endpoint,
+                types: types,
+                channel: channel,
+                limit: limit,
+                now: now
+            )
         }
     }
 

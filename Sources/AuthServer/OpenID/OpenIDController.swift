@@ -107,6 +107,10 @@ struct OpenIDController: RouteProvider {
         var claims_parameter_supported = false
         var request_parameter_supported = false
         var request_uri_parameter_supported = false
+        /// OpenID Connect Back-Channel Logout 1.0 §2.1: a client's `backchannelLogoutURI` is sent a logout token,
+        /// always with `sid`.
+        var backchannel_logout_supported = true
+        var backchannel_logout_session_supported = true
     }
 
     var discoveryDocument: Discovery {
@@ -240,6 +244,6 @@ struct OpenIDController: RouteProvider {
 
     /// The channel of a relying party's sessions, for the console and the audit log.
     static func channel(_ clientID: String) -> SignInChannel {
-        SignInChannel(rawValue: "oidc:" + clientID)
+        .openID(clientID)
     }
 }

@@ -210,13 +210,14 @@ public final class AccessTokenIssuer: Sendable {
         return signingInput + "." + Base64URL.encode(signature.rawRepresentation)
     }
 
-    /// Signs a JWT RS256 (RSASSA-PKCS1-v1_5 with SHA-256) with the current key's RSA companion: ID tokens.
-    func signRS256(_ claims: [UInt8]) throws -> String {
+    /// Signs a JWT RS256 (RSASSA-PKCS1-v1_5 with SHA-256) with the current key's RSA companion: ID tokens and
+    /// logout tokens.
+    func signRS256(_ claims: [UInt8], type: String = "JWT") throws -> String {
         let (kid, key) = keys.withLock { ($0.currentKid + Self.rsaKidSuffix, $0.rsaSigning) }
         guard let key else {
             throw AuthServerError(.internalServerError, AuthServerError.Code.internalError, "no RSA signing key")
         }
-        let header = JSONWriter.object(["alg": .string("RS256"), "kid": .string(kid), "typ": .string("JWT")])
+        let header = JSONWriter.object(["alg": .string("RS256"), "kid": .string(kid), "typ": .string(type)])
         let signingInput = Base64URL.encode(header) + "." + Base64URL.encode(claims)
         let signature = try key.signature(
             for: SHA256.hash(data: Array(signingInput.utf8)),
@@ -229,8 +230,16 @@ public final class AccessTokenIssuer: Sendable {
     /// expiry (an ID token given back as `id_token_hint`, which may have expired); `nil` when the signature or `iss`
     /// does not check.
     func signedClaims(_ token: String) -> JSONValue? {
-        signedToken(token)?.claims
+        // A logout token is only ever a logout token: never a hint, nor a token to revoke.
+        guard let (header, claims) = signedToken(token), header["typ"]?.stringValue != Self.logoutTokenType else {
+            return nil
+        }
+        return claims
     }
+
+    /// The media type of a back-channel logout token (OpenID Connect Back-Channel Logout 1.0 §2.4), in its header,
+    /// so that no verifier takes it for an ID or access token.
+    static let logoutTokenType = "logout+jwt"
 
     /// The header and claims of a JWT signed by one of this server's keys with this server's `iss`.
     private func signedToken(_ token: String) -> (header: JSONValue, claims: JSONValue)? {

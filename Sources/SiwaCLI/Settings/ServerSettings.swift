@@ -181,6 +181,11 @@ struct ServerSettings {
         } catch {
             throw Problem(variable: "SIWA_WEBHOOKS_ENDPOINTS", fix: error.description)
         }
+        do throws(WebhookEndpointError) {
+            try server.webhooks.checkEndpoints(server.openID.clients.compactMap(\.backchannelLogoutEndpoint))
+        } catch {
+            throw Problem(variable: "SIWA_OIDC_CLIENTS", fix: error.description)
+        }
 
         let apple: AppleSignInConfiguration?
         do {
@@ -374,7 +379,7 @@ struct ServerSettings {
         }
         let known: Set<String> = [
             "id", "secretSHA256", "public", "redirectURIs", "scopes", "postLogoutRedirectURIs",
-            "idTokenSignedResponseAlg", "name",
+            "idTokenSignedResponseAlg", "name", "backchannelLogoutURI", "backchannelLogoutSessionRequired",
         ]
         var clients: [OpenIDClient] = []
         for (index, element) in list.enumerated() {
@@ -452,17 +457,34 @@ struct ServerSettings {
                 }
                 name = text
             }
-            clients.append(
-                OpenIDClient(
-                    id: id,
-                    secretHash: secretHash,
-                    redirectURIs: redirectURIs,
-                    scopes: scopes,
-                    postLogoutRedirectURIs: logoutURIs,
-                    idTokenSigningAlgorithm: algorithm,
-                    name: name
-                )
+            var client = OpenIDClient(
+                id: id,
+                secretHash: secretHash,
+                redirectURIs: redirectURIs,
+                scopes: scopes,
+                postLogoutRedirectURIs: logoutURIs,
+                idTokenSigningAlgorithm: algorithm,
+                name: name
             )
+            if let value = object["backchannelLogoutURI"] {
+                // OpenID Connect Back-Channel Logout 1.0 §2.2: an absolute URI without a fragment. Where it may point
+                // (https, the refused ranges) is checked with the webhooks' rules once every setting is read.
+                guard let text = value as? String, text.utf8.count <= 2048, !text.contains("#"),
+                    let url = URL(string: text), url.scheme != nil, url.host?.isEmpty == false
+                else {
+                    throw problem(
+                        "client \(id): \"backchannelLogoutURI\" must be an absolute https URL without a fragment"
+                    )
+                }
+                client.backchannelLogoutURI = url
+            }
+            if let value = object["backchannelLogoutSessionRequired"] {
+                guard let flag = value as? Bool else {
+                    throw problem("client \(id): \"backchannelLogoutSessionRequired\" must be true or false")
+                }
+                client.backchannelLogoutSessionRequired = flag
+            }
+            clients.append(client)
         }
         return clients
     }

@@ -715,7 +715,7 @@ struct SettingsCatalog: Sendable {
             type: "JSON",
             meaning:
                 "The relying parties (docs/oidc.md): a JSON array of {\"id\", \"secretSHA256\" or \"public\": true, "
-                + "\"redirectURIs\", \"scopes\", \"postLogoutRedirectURIs\"}; `siwa oidc new-client` prints one. In a "
+                + "\"redirectURIs\", \"scopes\", \"postLogoutRedirectURIs\", \"backchannelLogoutURI\"}; `siwa oidc new-client` prints one. In a "
                 + "JSON configuration file an array; usually SIWA_OIDC_CLIENTS_FILE names a file that holds it."
         ) { text throws(SettingRefusal) in
             do {

@@ -6,16 +6,24 @@ Usage: oidc_client.py verify-access-token ISSUER TOKEN AUDIENCE
            -> Authlib's OAuth2Session: authorization code + PKCE with the emulator's consent page driven as a
               browser drives it, the ID token validated through discovery and the JWKS (authlib.jose), userinfo,
               refresh, logout; prints what it saw
+       oidc_client.py backchannel-rp ISSUER CLIENT_ID CLIENT_SECRET REDIRECT_URI EMAIL PORT STATE_FILE
+           -> a relying party that signs in with Authlib, writes {"sub", "sid"} to STATE_FILE, listens on PORT for
+              siwa's back-channel logout, verifies the logout token with pyoidc's BackChannelLogoutRequest and with
+              PyJWT per the specification, ends its own session and prints what it checked
 
 Every check raises (exit status 1) when siwa answers differently from what the library expects.
 """
 
 import html
 import json
+import os
+import queue
 import re
 import secrets
 import sys
+import threading
 import warnings
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urljoin, urlparse
 
 import jwt
@@ -29,6 +37,8 @@ with warnings.catch_warnings():
     from authlib.jose import JsonWebKey
     from authlib.jose import jwt as authlib_jwt
     from authlib.oidc.core import CodeIDToken
+
+BACKCHANNEL_LOGOUT_EVENT = "http://schemas.openid.net/event/backchannel-logout"
 
 
 def check(condition, message):
@@ -105,7 +115,8 @@ def sign_in_at_apple(browser, authorize_url, email):
     )
 
 
-def authlib_flow(issuer, client_id, client_secret, redirect_uri, logout_uri, email):
+def sign_in(issuer, client_id, client_secret, redirect_uri, email):
+    """The authorization-code flow with PKCE through siwa's web sign-in; the ID token validated."""
     metadata = discover(issuer)
     client = OAuth2Session(
         client_id,
@@ -151,6 +162,11 @@ def authlib_flow(issuer, client_id, client_secret, redirect_uri, logout_uri, ema
     claims.validate()
     check(claims["email"] == email, f"email claim {claims.get('email')!r}")
     check(claims["name"] == "Ada Lovelace", f"name claim {claims.get('name')!r}")
+    return metadata, client, browser, url, token, claims
+
+
+def authlib_flow(issuer, client_id, client_secret, redirect_uri, logout_uri, email):
+    metadata, client, browser, url, token, claims = sign_in(issuer, client_id, client_secret, redirect_uri, email)
 
     userinfo = client.get(metadata["userinfo_endpoint"], timeout=10).json()
     check(userinfo["sub"] == claims["sub"], "userinfo's sub is the ID token's")
@@ -176,11 +192,105 @@ def authlib_flow(issuer, client_id, client_secret, redirect_uri, logout_uri, ema
     print(json.dumps({"sub": claims["sub"], "email": userinfo["email"], "refreshed": True, "loggedOut": True}))
 
 
+def backchannel_rp(issuer, client_id, client_secret, redirect_uri, email, port, state_file):
+    requests_received = queue.Queue()
+
+    class Receiver(BaseHTTPRequestHandler):
+        def do_POST(self):
+            body = self.rfile.read(int(self.headers.get("Content-Length", "0"))).decode()
+            requests_received.put((self.path, self.headers.get("Content-Type"), body))
+            # §2.8: 200 on success, never cached.
+            self.send_response(200)
+            self.send_header("Cache-Control", "no-store")
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, *arguments):
+            pass
+
+    receiver = ThreadingHTTPServer(("127.0.0.1", int(port)), Receiver)
+    threading.Thread(target=receiver.serve_forever, daemon=True).start()
+
+    metadata, _, _, _, _, claims = sign_in(issuer, client_id, client_secret, redirect_uri, email)
+    check(metadata.get("backchannel_logout_supported") is True, "discovery: backchannel_logout_supported")
+    check(metadata.get("backchannel_logout_session_supported") is True, "discovery: backchannel_logout_session_supported")
+    check("sid" in claims, "the ID token names its session (sid)")
+    # The relying party's own sessions, by siwa's sid.
+    sessions = {claims["sid"]: {"sub": claims["sub"], "active": True}}
+    with open(state_file + ".tmp", "w") as out:
+        json.dump({"sub": claims["sub"], "sid": claims["sid"]}, out)
+    os.replace(state_file + ".tmp", state_file)
+
+    path, content_type, body = requests_received.get(timeout=120)
+    check(path == "/backchannel-logout", f"posted to the registered URI, got {path}")
+    check(content_type == "application/x-www-form-urlencoded", f"a form post (§2.5), got {content_type!r}")
+    jwks = requests.get(metadata["jwks_uri"], timeout=10).json()
+
+    # pyoidc: the logout request and its token, verified by the library against the JWKS.
+    from oic.oic.message import BackChannelLogoutRequest
+    from oic.utils.keyio import KeyJar
+
+    keyjar = KeyJar()
+    keyjar.import_jwks(jwks, "")
+    keyjar.import_jwks(jwks, issuer)
+    logout_request = BackChannelLogoutRequest().from_urlencoded(body)
+    logout_request.verify(aud=client_id, iss=issuer, keyjar=keyjar)
+    verified = logout_request["logout_token"]
+
+    # Per the specification with PyJWT: every required claim, the event member, no nonce, the explicit type.
+    raw = parse_qs(body)["logout_token"][0]
+    header = jwt.get_unverified_header(raw)
+    check(header.get("typ") == "logout+jwt", f"typ logout+jwt (§2.4), got {header.get('typ')!r}")
+    signing_key = jwt.PyJWKClient(metadata["jwks_uri"]).get_signing_key_from_jwt(raw)
+    token = jwt.decode(
+        raw,
+        signing_key.key,
+        algorithms=[header["alg"]],
+        audience=client_id,
+        issuer=issuer,
+        options={"require": ["iss", "aud", "iat", "exp", "jti", "events", "sub", "sid"]},
+    )
+    check(token["events"] == {BACKCHANNEL_LOGOUT_EVENT: {}}, f"events {token['events']!r}")
+    check("nonce" not in token, "a logout token has no nonce (§2.4)")
+    check(verified["jti"] == token["jti"] and verified["sid"] == token["sid"], "both libraries read the same token")
+    # A logout token is nothing else: not a session at siwa, not a relying party's access token, not a logout hint.
+    me = requests.get(f"{issuer}/api/me", headers={"Authorization": f"Bearer {raw}"}, timeout=10)
+    check(me.status_code == 401, f"the logout token as a bearer token at /api/me, got {me.status_code}")
+    userinfo = requests.get(metadata["userinfo_endpoint"], headers={"Authorization": f"Bearer {raw}"}, timeout=10)
+    check(userinfo.status_code == 401, f"the logout token at userinfo, got {userinfo.status_code}")
+    hint = requests.get(
+        metadata["end_session_endpoint"], params={"id_token_hint": raw}, allow_redirects=False, timeout=10
+    )
+    check(
+        hint.status_code == 400 and "was not issued here" in hint.text,
+        f"the logout token as an id_token_hint, got {hint.status_code}",
+    )
+    session = sessions.get(token["sid"])
+    check(session is not None, f"the sid {token['sid']!r} is one of this relying party's sessions")
+    check(session["sub"] == token["sub"], "the sub is the session's user")
+    session["active"] = False
+    receiver.shutdown()
+    print(
+        json.dumps(
+            {
+                "sub": token["sub"],
+                "sid": token["sid"],
+                "jti": token["jti"],
+                "alg": header["alg"],
+                "kid": header["kid"],
+                "ended": not session["active"],
+            }
+        )
+    )
+
+
 if __name__ == "__main__":
     command, arguments = sys.argv[1], sys.argv[2:]
     if command == "verify-access-token":
         verify_access_token(*arguments)
     elif command == "authlib-flow":
         authlib_flow(*arguments)
+    elif command == "backchannel-rp":
+        backchannel_rp(*arguments)
     else:
         raise SystemExit(f"unknown command {command}")
